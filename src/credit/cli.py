@@ -1,0 +1,199 @@
+"""The ``credit`` command line: a thin adapter over the core (no domain logic here).
+
+Exit status: 0 success, 1 an eval or check failed, 2 bad input (the message names the
+source, line, case and field; in a batch every other case is still decided).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from credit.canonical import dumps
+from credit.cases import CaseLine, iter_cases
+from credit.errors import CreditError, InputError, PolicyError
+from credit.policy import Policy, default_policy, load_policy
+from credit.underwriting import Underwriting, decide_case
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Governed consumer credit decisioning (auto loans and credit cards).",
+)
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+EXIT_FAILED = 1
+EXIT_BAD_INPUT = 2
+
+PolicyOption = Annotated[
+    Path | None,
+    typer.Option("--policy", help="Policy YAML file (default: the bundled reference policy)."),
+]
+
+
+def default_cases_path() -> Path:
+    """The bundled example cases: $CREDIT_EXAMPLES, else examples/cases.jsonl beside the
+    source tree, else under the current directory."""
+    env = os.environ.get("CREDIT_EXAMPLES")
+    if env:
+        return Path(env)
+    beside = Path(__file__).resolve().parents[2] / "examples" / "cases.jsonl"
+    return beside if beside.exists() else Path("examples") / "cases.jsonl"
+
+
+def _policy(path: Path | None) -> Policy:
+    try:
+        return load_policy(path) if path else default_policy()
+    except PolicyError as e:
+        err.print(f"[red]error:[/red] {e}", highlight=False)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+
+
+def _decide_line(entry: CaseLine, policy: Policy) -> Underwriting | InputError:
+    if entry.error is not None:
+        return entry.error
+    assert entry.case is not None
+    try:
+        return decide_case(entry.case, policy)
+    except InputError as e:
+        return e.located(line=entry.line)
+
+
+def _report_failures(failures: list[InputError], total: int) -> None:
+    if not failures:
+        return
+    err.print(
+        f"[red]{len(failures)} of {total} case(s) not decided (bad input):[/red]", highlight=False
+    )
+    for failure in failures:
+        err.print(f"  {failure}", highlight=False, markup=False)
+
+
+@app.command()
+def decide(
+    file: Annotated[Path, typer.Argument(help="One case (.json) or a batch (.jsonl).")],
+    policy: PolicyOption = None,
+) -> None:
+    """Decide each case; print JSON Lines in input order: {"caseId", "decision", ...}."""
+    pol = _policy(policy)
+    failures: list[InputError] = []
+    total = 0
+    try:
+        for entry in iter_cases(file):
+            total += 1
+            result = _decide_line(entry, pol)
+            if isinstance(result, InputError):
+                failures.append(result)
+                continue
+            sys.stdout.write(dumps(result.to_wire()) + "\n")
+    except InputError as e:
+        err.print(f"[red]error:[/red] {e}", highlight=False, markup=False)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    sys.stdout.flush()
+    _report_failures(failures, total)
+    if failures:
+        raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def _summary_table(results: list[Underwriting]) -> Table:
+    outcomes = ("approve", "counteroffer", "decline", "refer")
+    counts: Counter[tuple[str, str, str]] = Counter(
+        (u.decision.product, u.decision.score_band, u.decision.decision) for u in results
+    )
+    table = Table(title="Outcomes by product and score band")
+    table.add_column("product")
+    table.add_column("band")
+    for outcome in outcomes:
+        table.add_column(outcome, justify="right")
+    table.add_column("total", justify="right")
+    for product in ("auto", "card"):
+        for band in ("prime", "near-prime", "subprime", "unscored"):
+            row = [counts[(product, band, o)] for o in outcomes]
+            if sum(row):
+                table.add_row(product, band, *map(str, row), str(sum(row)))
+    totals = [sum(v for (_, _, oc), v in counts.items() if oc == o) for o in outcomes]
+    table.add_section()
+    table.add_row("all", "", *map(str, totals), str(sum(totals)), style="bold")
+    return table
+
+
+@app.command()
+def run(
+    file: Annotated[
+        Path | None, typer.Argument(help="A batch (.jsonl); default: the bundled example cases.")
+    ] = None,
+    policy: PolicyOption = None,
+) -> None:
+    """The main job: decide a batch with a progress bar, then summarise the outcomes."""
+    pol = _policy(policy)
+    path = file or default_cases_path()
+    try:
+        entries = list(iter_cases(path))
+    except InputError as e:
+        err.print(f"[red]error:[/red] {e}", highlight=False, markup=False)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    results: list[Underwriting] = []
+    failures: list[InputError] = []
+    with Progress(
+        TextColumn("deciding"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=False,
+    ) as progress:
+        task = progress.add_task("decide", total=len(entries))
+        for entry in entries:
+            result = _decide_line(entry, pol)
+            if isinstance(result, InputError):
+                failures.append(result)
+            else:
+                results.append(result)
+            progress.advance(task)
+    out.print(f"policy {pol.label} (sha256 {pol.sha256[:12]}...), cases from {path}")
+    out.print(_summary_table(results))
+    _report_failures(failures, len(entries))
+    if failures:
+        raise typer.Exit(EXIT_BAD_INPUT)
+
+
+@app.command("eval")
+def eval_command(policy: PolicyOption = None) -> None:
+    """Run the evals (policy boundary, thin file, fairness guard); exit 1 if any fails."""
+    from credit.evals import run_all
+
+    pol = _policy(policy)
+    report = run_all(pol)
+    table = Table(title=f"Evals under {pol.label}")
+    for column in ("suite", "eval", "result", "detail"):
+        table.add_column(column)
+    for r in report.results:
+        table.add_row(
+            r.suite, r.name, "[green]pass[/green]" if r.passed else "[red]FAIL[/red]", r.detail
+        )
+    out.print(table)
+    failed = [r for r in report.results if not r.passed]
+    out.print(f"{len(report.results) - len(failed)} passed, {len(failed)} failed")
+    if failed:
+        raise typer.Exit(EXIT_FAILED)
+
+
+def main() -> None:
+    try:
+        app()
+    except CreditError as e:  # a last line of defence: never a traceback for our errors
+        err.print(f"[red]error:[/red] {e}", highlight=False, markup=False)
+        sys.exit(EXIT_BAD_INPUT if isinstance(e, ValueError) else EXIT_FAILED)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,295 @@
+"""Value objects of a credit case and of the decision taken on it.
+
+Frozen pydantic v2 models with camelCase wire names. Unknown fields are rejected,
+money and percentages are exact ``Decimal`` (never floats), and every validation
+failure becomes an :class:`~credit.errors.InputError` naming the field.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    Strict,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+
+from credit.errors import InputError
+
+__all__ = [
+    "DECISIONS",
+    "PRODUCTS",
+    "SCORE_BANDS",
+    "Application",
+    "Bureau",
+    "Case",
+    "CreditReport",
+    "Decision",
+    "Derogatory",
+    "Dispute",
+    "KeyFactor",
+    "MonitoringData",
+    "Terms",
+    "input_error_from",
+    "parse_case",
+    "parse_decision",
+]
+
+PRODUCTS = ("auto", "card")
+DECISIONS = ("approve", "decline", "counteroffer", "refer")
+SCORE_BANDS = ("prime", "near-prime", "subprime", "unscored")
+
+Product = Literal["auto", "card"]
+DecisionKind = Literal["approve", "decline", "counteroffer", "refer"]
+ScoreBand = Literal["prime", "near-prime", "subprime", "unscored"]
+
+StrictInt = Annotated[int, Strict()]
+Count = Annotated[int, Strict(), Field(ge=0)]
+Money = Annotated[Decimal, Field(ge=0, decimal_places=2, allow_inf_nan=False)]
+Percent = Annotated[Decimal, Field(ge=0, allow_inf_nan=False)]
+NonEmpty = Annotated[str, Field(min_length=1)]
+
+
+class WireModel(BaseModel):
+    """Frozen, camelCase on the wire, unknown fields rejected."""
+
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        alias_generator=to_camel,
+        populate_by_name=True,
+        str_strip_whitespace=False,
+    )
+
+    def to_wire(self) -> dict[str, Any]:
+        """The wire form (camelCase, Decimals kept exact, absent optionals omitted)."""
+        return self.model_dump(mode="python", by_alias=True, exclude_none=True)
+
+
+class Application(WireModel):
+    """The credit-relevant fields of an application. No prohibited-basis field."""
+
+    product: Product
+    annual_income: Annotated[Decimal, Field(gt=0, decimal_places=2, allow_inf_nan=False)]
+    monthly_debt_payments: Money
+    requested_amount: Money | None = None
+    term_months: Annotated[int, Strict(), Field(gt=0)] | None = None
+    vehicle_value: Annotated[Decimal, Field(gt=0, decimal_places=2, allow_inf_nan=False)] | None = (
+        None
+    )
+    requested_line: Money | None = None
+
+    @model_validator(mode="after")
+    def _fields_for_product(self) -> Application:
+        needed = (
+            ("requested_amount", "term_months", "vehicle_value")
+            if self.product == "auto"
+            else ("requested_line",)
+        )
+        barred = (
+            ("requested_line",)
+            if self.product == "auto"
+            else ("requested_amount", "term_months", "vehicle_value")
+        )
+        for name in needed:
+            if getattr(self, name) is None:
+                raise ValueError(f"{to_camel(name)} is required for a {self.product} application")
+        for name in barred:
+            if getattr(self, name) is not None:
+                raise ValueError(f"{to_camel(name)} is not allowed on a {self.product} application")
+        return self
+
+
+class Bureau(WireModel):
+    name: NonEmpty
+    address: NonEmpty
+    phone: NonEmpty
+
+
+class Derogatory(WireModel):
+    kind: NonEmpty
+    months_ago: Count
+
+
+class Dispute(WireModel):
+    tradeline_id: NonEmpty
+    resolved: Annotated[bool, Strict()]
+
+
+class KeyFactor(WireModel):
+    """A key factor the bureau reported as adversely affecting the score."""
+
+    code: NonEmpty
+    text: NonEmpty
+    value: NonEmpty
+
+
+class CreditReport(WireModel):
+    bureau: Bureau
+    score: StrictInt | None
+    score_model: NonEmpty | None = None
+    score_range: tuple[StrictInt, StrictInt]
+    score_date: dt.date | None = None
+    tradelines: Count
+    history_months: Count
+    utilisation_pct: Percent
+    inquiries12m: Count = Field(alias="inquiries12m")
+    derogatories: tuple[Derogatory, ...] = ()
+    disputes: tuple[Dispute, ...] = ()
+    key_factors: tuple[KeyFactor, ...] = ()
+
+    @field_validator("score_range")
+    @classmethod
+    def _range_ordered(cls, value: tuple[int, int]) -> tuple[int, int]:
+        if value[0] >= value[1]:
+            raise ValueError(f"scoreRange low {value[0]} must be below high {value[1]}")
+        return value
+
+    @model_validator(mode="after")
+    def _score_in_range(self) -> CreditReport:
+        if self.score is not None:
+            low, high = self.score_range
+            if not low <= self.score <= high:
+                raise ValueError(f"score {self.score} is outside scoreRange [{low}, {high}]")
+            if self.score_date is None:
+                raise ValueError("scoreDate is required when a score is reported")
+        return self
+
+    @property
+    def unresolved_disputes(self) -> tuple[Dispute, ...]:
+        return tuple(d for d in self.disputes if not d.resolved)
+
+
+class MonitoringData(WireModel):
+    """Government-monitoring information (12 CFR 1002.13). Never seen by the
+    underwriter; only the fair-lending review reads it."""
+
+    race: str | None = None
+    ethnicity: str | None = None
+    sex: str | None = None
+    age: Annotated[int, Strict(), Field(ge=0)] | None = None
+    marital_status: str | None = None
+    public_assistance_income: Annotated[bool, Strict()] | None = None
+
+
+class Case(WireModel):
+    case_id: Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._:-]+$")]
+    as_of: dt.date
+    application: Application
+    credit_report: CreditReport
+    monitoring: MonitoringData | None = None
+
+
+class Terms(WireModel):
+    apr: Annotated[Decimal, Field(ge=0, allow_inf_nan=False)] | None = None
+    credit_line: Money | None = None
+    amount: Money | None = None
+    term_months: Annotated[int, Field(gt=0)] | None = None
+
+
+class Decision(WireModel):
+    """The outcome contract, exactly the seed's schema."""
+
+    product: Product
+    decision: DecisionKind
+    terms: Terms | None = None
+    score_band: ScoreBand
+    dti_pct: Annotated[Decimal, Field(ge=0, allow_inf_nan=False)]
+    ltv_pct: Annotated[Decimal, Field(ge=0, allow_inf_nan=False)] | None = None
+    policy_basis: tuple[str, ...]
+    factors: tuple[str, ...]
+    confidence: Annotated[Decimal, Field(ge=0, le=1, allow_inf_nan=False)]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Decision:
+        if self.product == "card" and self.ltv_pct is not None:
+            raise ValueError("ltvPct is for auto only; a card decision carries null")
+        if self.decision in ("approve", "counteroffer") and self.terms is None:
+            raise ValueError(f"terms are required for {self.decision}")
+        if self.decision in ("decline", "refer") and self.terms is not None:
+            raise ValueError(f"a {self.decision} carries no terms")
+        return self
+
+    def to_wire(self) -> dict[str, Any]:
+        wire = self.model_dump(mode="python", by_alias=True, exclude_none=True)
+        wire["ltvPct"] = self.ltv_pct
+        wire["policyBasis"] = list(self.policy_basis)
+        wire["factors"] = list(self.factors)
+        return {
+            key: wire[key]
+            for key in (
+                "product",
+                "decision",
+                "terms",
+                "scoreBand",
+                "dtiPct",
+                "ltvPct",
+                "policyBasis",
+                "factors",
+                "confidence",
+            )
+            if key in wire
+        }
+
+
+def _loc_to_field(loc: tuple[int | str, ...]) -> str:
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += ("." if path else "") + part
+    return path
+
+
+def input_error_from(
+    err: ValidationError, *, case_id: str | None = None, prefix: str = ""
+) -> InputError:
+    """Turn pydantic's error into ours, naming the first bad field and its problem."""
+    first = err.errors()[0]
+    field = _loc_to_field(tuple(first["loc"]))
+    if prefix:
+        field = f"{prefix}.{field}" if field else prefix
+    message = first["msg"]
+    if first["type"] == "extra_forbidden":
+        message = f"unknown field {field!r} is not part of the case format"
+    elif "input" in first and first["type"] not in ("missing",):
+        shown = repr(first["input"])
+        if len(shown) > 60:
+            shown = shown[:57] + "..."
+        message = f"{message} (got {shown})"
+    more = len(err.errors()) - 1
+    if more:
+        message += f" (and {more} more problem{'s' if more > 1 else ''})"
+    return InputError(message, case_id=case_id, field=field or None)
+
+
+def parse_case(data: Any) -> Case:
+    """Validate a case document; bad input raises InputError naming the field."""
+    case_id = data.get("caseId") if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        raise InputError(f"a case must be a JSON object, got {type(data).__name__}")
+    try:
+        return Case.model_validate(data)
+    except ValidationError as err:
+        raise input_error_from(err, case_id=case_id if isinstance(case_id, str) else None) from None
+
+
+def parse_decision(data: Any, *, case_id: str | None = None) -> Decision:
+    """Validate a Decision from any underwriter (rules or model)."""
+    if not isinstance(data, dict):
+        raise InputError(
+            f"a decision must be a JSON object, got {type(data).__name__}", case_id=case_id
+        )
+    try:
+        return Decision.model_validate(data)
+    except ValidationError as err:
+        raise input_error_from(err, case_id=case_id, prefix="decision") from None

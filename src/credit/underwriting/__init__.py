@@ -1,0 +1,24 @@
+"""The rules underwriter (the Spark methodology under a policy)."""
+
+from credit.underwriting.capacity import amortised_payment, card_payment, dti_pct, ltv_pct
+from credit.underwriting.engine import (
+    Counteroffer,
+    Figures,
+    StatedReason,
+    Underwriting,
+    decide_case,
+    underwrite,
+)
+
+__all__ = [
+    "Counteroffer",
+    "Figures",
+    "StatedReason",
+    "Underwriting",
+    "amortised_payment",
+    "card_payment",
+    "decide_case",
+    "dti_pct",
+    "ltv_pct",
+    "underwrite",
+]
