@@ -58,6 +58,14 @@ Percent = Annotated[Decimal, Field(ge=0, allow_inf_nan=False)]
 NonEmpty = Annotated[str, Field(min_length=1)]
 
 
+class FieldProblem(ValueError):
+    """A model-level check that concerns one named field (so the error can name it)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        super().__init__(message)
+
+
 class WireModel(BaseModel):
     """Frozen, camelCase on the wire, unknown fields rejected."""
 
@@ -99,12 +107,19 @@ class Application(WireModel):
             if self.product == "auto"
             else ("requested_amount", "term_months", "vehicle_value")
         )
+        article = "an" if self.product == "auto" else "a"
         for name in needed:
             if getattr(self, name) is None:
-                raise ValueError(f"{to_camel(name)} is required for a {self.product} application")
+                raise FieldProblem(
+                    to_camel(name),
+                    f"{to_camel(name)} is required for {article} {self.product} application",
+                )
         for name in barred:
             if getattr(self, name) is not None:
-                raise ValueError(f"{to_camel(name)} is not allowed on a {self.product} application")
+                raise FieldProblem(
+                    to_camel(name),
+                    f"{to_camel(name)} is not allowed on {article} {self.product} application",
+                )
         return self
 
 
@@ -158,9 +173,11 @@ class CreditReport(WireModel):
         if self.score is not None:
             low, high = self.score_range
             if not low <= self.score <= high:
-                raise ValueError(f"score {self.score} is outside scoreRange [{low}, {high}]")
+                raise FieldProblem(
+                    "score", f"score {self.score} is outside scoreRange [{low}, {high}]"
+                )
             if self.score_date is None:
-                raise ValueError("scoreDate is required when a score is reported")
+                raise FieldProblem("scoreDate", "scoreDate is required when a score is reported")
         return self
 
     @property
@@ -256,12 +273,21 @@ def input_error_from(
     """Turn pydantic's error into ours, naming the first bad field and its problem."""
     first = err.errors()[0]
     field = _loc_to_field(tuple(first["loc"]))
+    problem = (first.get("ctx") or {}).get("error")
+    if isinstance(problem, FieldProblem):
+        field = f"{field}.{problem.field}" if field else problem.field
     if prefix:
         field = f"{prefix}.{field}" if field else prefix
     message = first["msg"]
-    if first["type"] == "extra_forbidden":
+    if isinstance(problem, FieldProblem):
+        message = str(problem)
+    elif first["type"] == "extra_forbidden":
         message = f"unknown field {field!r} is not part of the case format"
-    elif "input" in first and first["type"] not in ("missing",):
+    elif (
+        "input" in first
+        and first["type"] not in ("missing",)
+        and not isinstance(problem, FieldProblem)
+    ):
         shown = repr(first["input"])
         if len(shown) > 60:
             shown = shown[:57] + "..."

@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from functools import partial
 
 from credit.catalogue import Catalogue, default_catalogue
@@ -361,8 +361,8 @@ def _search_auto(ctx: _Context) -> Counteroffer | None:
     money_q = ctx.policy["rounding.money"].value
     pct_q = ctx.policy["rounding.percent"].value
     step = p.counteroffer_step.value
-    lo = -(-p.min_amount.value // step)  # ceil
-    hi = app.requested_amount // step
+    lo = _ceil_steps(p.min_amount.value, step)
+    hi = _floor_steps(app.requested_amount, step)
     apr, value, debt, income = (
         f.apr,
         app.vehicle_value,
@@ -399,8 +399,8 @@ def _search_card(ctx: _Context) -> Counteroffer | None:
     money_q = ctx.policy["rounding.money"].value
     pct_q = ctx.policy["rounding.percent"].value
     step = p.counteroffer_step.value
-    lo = -(-p.min_line.value // step)
-    hi = -(-f.assessed_line // step) - 1  # strictly below the assessed line
+    lo = _ceil_steps(p.min_line.value, step)
+    hi = _ceil_steps(f.assessed_line, step) - 1  # strictly below the assessed line
     pct, debt, income = p.payment_pct_of_line.value, app.monthly_debt_payments, app.annual_income
 
     def dti_of(k: Decimal) -> tuple[Decimal, Decimal]:
@@ -418,6 +418,17 @@ def _first(
     fn: Callable[[Decimal, int], tuple[bool, Decimal, Decimal, Decimal]], term: int, k: Decimal
 ) -> bool:
     return fn(k, term)[0]
+
+
+def _ceil_steps(value: Decimal, step: Decimal) -> Decimal:
+    """The fewest whole steps reaching at least ``value``. (Decimal's ``//`` truncates
+    toward zero, so ``-(-a // b)`` is not a ceiling for Decimals.)"""
+    return (value / step).quantize(_ONE, rounding=ROUND_CEILING)
+
+
+def _floor_steps(value: Decimal, step: Decimal) -> Decimal:
+    """The most whole steps not exceeding ``value``."""
+    return (value / step).quantize(_ONE, rounding=ROUND_FLOOR)
 
 
 def _largest_passing(lo: Decimal, hi: Decimal, ok: Callable[[Decimal], bool]) -> Decimal | None:

@@ -1,0 +1,437 @@
+"""Prohibited bases and their proxies as versioned data, and a whole-word matcher.
+
+The data file (``data/prohibited-terms.yaml``) lists each ECOA prohibited basis
+(12 CFR 1002.2(z)), ethnicity as monitoring information (1002.13), and the common
+proxies for them. Each entry has a label, a legal reference, the whole-word ``terms``
+that cite it in text and the normalised field ``keys`` that carry it; a proxy also
+names the bases it stands in for and why. A basis may list ``exempt`` phrases in
+which a term does not cite it ("average age of accounts" is not the applicant's age).
+
+The loader is strict like the policy loader: unknown, missing and duplicate keys, a
+missing reference, a term or key listed twice, a term not written in normalised form
+and an exempt phrase that contains none of its basis's terms are
+:class:`~credit.errors.PolicyError` naming the file and the key.
+
+Matching (:func:`find_prohibited`) looks for every term, and every key as a whole
+word (so "application.dateOfBirth" cites age as surely as "date of birth"). The text
+is NFKC-normalised, stripped of format characters (zero-width spaces, soft hyphens),
+casefolded, and typographic apostrophes become ``'``. A term matches only as whole
+words: not preceded or followed by a letter or digit, and its words may be separated
+by any run of spaces, hyphens or underscores. So "age" matches "because of your age",
+"AGE-based" and the full-width "ａｇｅ", but not "percentage" or "mortgage"; "sex" does
+not match "Essex".
+
+Not formalised here: confusable letters from other scripts (a Cyrillic "а" in "аge"),
+misspellings, stemming (plurals are listed in the data), and meaning: a term is a
+signal for review, not a finding that a basis was used.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from credit.errors import PolicyError
+from credit.yamldata import expect_keys, load_yaml, read_date, read_str
+
+__all__ = [
+    "REQUIRED_BASES",
+    "Entry",
+    "Match",
+    "ProhibitedTerms",
+    "canonical_term",
+    "default_prohibited_terms",
+    "default_prohibited_terms_path",
+    "find_prohibited",
+    "load_prohibited_terms",
+    "normalise_key",
+    "normalise_text",
+]
+
+Kind = Literal["basis", "proxy"]
+
+# The prohibited bases the file must list, each exactly once (12 CFR 1002.2(z), and
+# ethnicity as monitoring information under 1002.13). The file's `bases` mapping has
+# exactly these keys.
+REQUIRED_BASES = (
+    "race",
+    "color",
+    "religion",
+    "nationalOrigin",
+    "sex",
+    "maritalStatus",
+    "age",
+    "publicAssistanceIncome",
+    "ccpaRights",
+    "ethnicity",
+)
+
+_HEADER_REQUIRED = frozenset({"name", "version", "effectiveDate", "reference", "bases", "proxies"})
+_HEADER_OPTIONAL = frozenset({"description"})
+_BASIS_REQUIRED = frozenset({"label", "reference", "terms", "keys"})
+_BASIS_OPTIONAL = frozenset({"exempt"})
+_PROXY_REQUIRED = frozenset({"label", "proxyFor", "reference", "reason", "terms", "keys"})
+
+# Separators between the words of a phrase: whitespace, hyphen, underscore and the
+# Unicode dashes U+2010..U+2015 (NFKC leaves most of them as they are).
+_SEP = r"[\s\-_\u2010-\u2015]+"
+_SEP_RE = re.compile(_SEP)
+# A term is bounded by characters that are not letters or digits (underscore counts
+# as a separator, so "date_of_birth" and "my_age" match).
+_BEFORE = r"(?<![^\W_])"
+_AFTER = r"(?![^\W_])"
+_APOSTROPHES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u02bc": "'", "\u2032": "'"})
+
+
+def normalise_text(text: str) -> str:
+    """NFKC, without format characters (category Cf), casefolded, plain apostrophes."""
+    text = unicodedata.normalize("NFKC", text)
+    text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+    return unicodedata.normalize("NFKC", text.casefold()).translate(_APOSTROPHES)
+
+
+def normalise_key(key: str) -> str:
+    """A field name reduced to its letters and digits, normalised and casefolded:
+    ``dateOfBirth``, ``date_of_birth`` and ``Date-Of-Birth`` are all ``dateofbirth``."""
+    return "".join(ch for ch in normalise_text(key) if ch.isalnum())
+
+
+def canonical_term(term: str) -> str:
+    """A phrase's words, normalised and joined by single spaces (how terms compare)."""
+    return " ".join(w for w in _SEP_RE.split(normalise_text(term)) if w)
+
+
+def _joined(matched: str) -> str:
+    """The canonical form of matched (already normalised) text."""
+    return " ".join(w for w in _SEP_RE.split(matched) if w)
+
+
+def _phrase_pattern(term: str) -> str:
+    return _SEP.join(re.escape(w) for w in canonical_term(term).split(" "))
+
+
+def _alternation(terms: list[str]) -> re.Pattern[str]:
+    ordered = sorted(set(terms), key=lambda t: (-len(t), t))
+    body = "|".join(_phrase_pattern(t) for t in ordered)
+    return re.compile(f"{_BEFORE}(?:{body}){_AFTER}")
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """A prohibited basis, or a proxy for one or more bases."""
+
+    kind: Kind
+    name: str
+    label: str
+    reference: str
+    bases: tuple[str, ...]  # a basis: itself; a proxy: the bases it stands in for
+    terms: tuple[str, ...]
+    keys: tuple[str, ...]
+    exempt: tuple[str, ...] = ()
+    reason: str | None = None  # a proxy: why it stands in for its bases
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    """One citation of a prohibited basis or proxy in a text.
+
+    ``name`` is the basis (``kind == "basis"``) or the proxy (``kind == "proxy"``);
+    ``bases`` the prohibited bases concerned; ``term`` the listed term (or key) that
+    matched;
+    ``text`` and ``start``/``end`` locate it in the *normalised* text.
+    """
+
+    kind: Kind
+    name: str
+    bases: tuple[str, ...]
+    term: str
+    text: str
+    start: int
+    end: int
+    reference: str
+
+    def describe(self) -> str:
+        if self.kind == "basis":
+            return f"prohibited basis {self.name} ({self.term!r})"
+        return f"proxy {self.name} for {', '.join(self.bases)} ({self.term!r})"
+
+
+@dataclass(frozen=True)
+class ProhibitedTerms:
+    """A loaded, validated prohibited-terms file. Immutable."""
+
+    name: str
+    version: str
+    effective_date: dt.date
+    reference: str
+    description: str | None
+    source: str
+    sha256: str
+    entries: tuple[Entry, ...]
+    _by_term: Mapping[str, tuple[Entry, str]] = field(repr=False, compare=False)
+    _by_key: Mapping[str, Entry] = field(repr=False, compare=False)
+    _exempt: Mapping[str, Entry] = field(repr=False, compare=False)
+    _pattern: re.Pattern[str] = field(repr=False, compare=False)
+    _exempt_pattern: re.Pattern[str] | None = field(repr=False, compare=False)
+
+    @property
+    def bases(self) -> tuple[Entry, ...]:
+        return tuple(e for e in self.entries if e.kind == "basis")
+
+    @property
+    def proxies(self) -> tuple[Entry, ...]:
+        return tuple(e for e in self.entries if e.kind == "proxy")
+
+    def __getitem__(self, name: str) -> Entry:
+        for entry in self.entries:
+            if entry.name == name:
+                return entry
+        raise KeyError(name)
+
+    def entry_for_key(self, key: str) -> Entry | None:
+        """The basis or proxy a field name carries (compared normalised), or None."""
+        return self._by_key.get(normalise_key(key))
+
+    def vocabulary(self) -> frozenset[str]:
+        """Every word of every term and every key: text without these never matches."""
+        words = {w for e in self.entries for t in e.terms for w in canonical_term(t).split(" ")}
+        return frozenset(words | set(self._by_key))
+
+    def find(self, text: str) -> list[Match]:
+        """Every citation of a basis or proxy in the text, in order of position."""
+        norm = normalise_text(text)
+        exempt_spans: list[tuple[int, int, str]] = []
+        if self._exempt_pattern is not None:
+            for hit in self._exempt_pattern.finditer(norm):
+                owner = self._exempt[_joined(hit.group())]
+                exempt_spans.append((hit.start(), hit.end(), owner.name))
+        found: list[Match] = []
+        pos = 0
+        while (m := self._pattern.search(norm, pos)) is not None:
+            entry, term = self._by_term[_joined(m.group())]
+            if any(s <= m.start() and m.end() <= e and n == entry.name for s, e, n in exempt_spans):
+                pos = m.start() + 1  # a shorter term inside may still cite something else
+                continue
+            found.append(
+                Match(
+                    kind=entry.kind,
+                    name=entry.name,
+                    bases=entry.bases,
+                    term=term,
+                    text=m.group(),
+                    start=m.start(),
+                    end=m.end(),
+                    reference=entry.reference,
+                )
+            )
+            pos = m.end()
+        return found
+
+
+# ---------------------------------------------------------------- loading
+
+
+def _read_list(value: Any, *, file: str, key: str, optional: bool = False) -> list[str]:
+    if value is None and optional:
+        return []
+    if not isinstance(value, list) or not value:
+        raise PolicyError("expected a non-empty list", file=file, key=key)
+    return [read_str(v, file=file, key=f"{key}[{i}]") for i, v in enumerate(value)]
+
+
+def _read_term(value: str, *, file: str, key: str) -> str:
+    if value != normalise_text(value) or value != value.strip() or "  " in value:
+        raise PolicyError(
+            f"term {value!r} must be written normalised, as {canonical_term(value)!r}",
+            file=file,
+            key=key,
+        )
+    if not (value[0].isalnum() and value[-1].isalnum()):
+        raise PolicyError(
+            f"term {value!r} must begin and end with a letter or digit", file=file, key=key
+        )
+    return value
+
+
+class _Builder:
+    """Collects entries and rejects a term or key listed twice anywhere in the file."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.entries: list[Entry] = []
+        self.by_term: dict[str, tuple[Entry, str]] = {}
+        self.term_where: dict[str, str] = {}
+        self.by_key: dict[str, Entry] = {}
+        self.key_where: dict[str, str] = {}
+        self.exempt: dict[str, Entry] = {}
+
+    def entry(self, kind: Kind, name: str, body: Any) -> None:
+        file = self.file
+        prefix = f"{'proxies' if kind == 'proxy' else 'bases'}.{name}"
+        data = expect_keys(
+            body,
+            required=_PROXY_REQUIRED if kind == "proxy" else _BASIS_REQUIRED,
+            optional=frozenset() if kind == "proxy" else _BASIS_OPTIONAL,
+            file=file,
+            key=prefix,
+        )
+        bases: tuple[str, ...] = (name,)
+        if kind == "proxy":
+            key = f"{prefix}.proxyFor"
+            bases = tuple(_read_list(data["proxyFor"], file=file, key=key))
+            for i, basis in enumerate(bases):
+                if basis not in REQUIRED_BASES:
+                    raise PolicyError(
+                        f"{basis!r} is not a prohibited basis of this file",
+                        file=file,
+                        key=f"{key}[{i}]",
+                    )
+            if len(set(bases)) != len(bases):
+                raise PolicyError("a basis is listed twice", file=file, key=key)
+        label = read_str(data["label"], file=file, key=f"{prefix}.label")
+        reference = read_str(data["reference"], file=file, key=f"{prefix}.reference")
+        reason = None
+        if kind == "proxy":
+            reason = read_str(data["reason"], file=file, key=f"{prefix}.reason")
+        terms = _read_list(data["terms"], file=file, key=f"{prefix}.terms")
+        keys = _read_list(data["keys"], file=file, key=f"{prefix}.keys")
+        exempt = _read_list(data.get("exempt"), file=file, key=f"{prefix}.exempt", optional=True)
+        entry = Entry(
+            kind=kind,
+            name=name,
+            label=label,
+            reference=reference,
+            bases=bases,
+            terms=tuple(terms),
+            keys=tuple(keys),
+            exempt=tuple(exempt),
+            reason=reason,
+        )
+        for i, term in enumerate(terms):
+            key = f"{prefix}.terms[{i}]"
+            canon = canonical_term(_read_term(term, file=file, key=key))
+            if canon in self.by_term:
+                raise PolicyError(
+                    f"term {term!r} is already listed at {self.term_where[canon]}",
+                    file=file,
+                    key=key,
+                )
+            self.by_term[canon], self.term_where[canon] = (entry, term), key
+        for i, name_key in enumerate(keys):
+            key = f"{prefix}.keys[{i}]"
+            if name_key != normalise_key(name_key):
+                raise PolicyError(
+                    f"key {name_key!r} must be written normalised, as {normalise_key(name_key)!r}",
+                    file=file,
+                    key=key,
+                )
+            if name_key in self.by_key:
+                raise PolicyError(
+                    f"key {name_key!r} is already listed at {self.key_where[name_key]}",
+                    file=file,
+                    key=key,
+                )
+            self.by_key[name_key], self.key_where[name_key] = entry, key
+        own = _alternation([canonical_term(t) for t in terms])
+        for i, phrase in enumerate(exempt):
+            key = f"{prefix}.exempt[{i}]"
+            canon = canonical_term(_read_term(phrase, file=file, key=key))
+            if own.search(canon) is None:
+                raise PolicyError(
+                    f"exempt phrase {phrase!r} contains none of the terms of {name}",
+                    file=file,
+                    key=key,
+                )
+            if canon in self.exempt or canon in self.by_term:
+                raise PolicyError(f"phrase {phrase!r} is listed twice", file=file, key=key)
+            self.exempt[canon] = entry
+        self.entries.append(entry)
+
+    def words(self) -> dict[str, tuple[Entry, str]]:
+        """What the matcher looks for: every term, and every key as a whole word (a key
+        that spells another entry's term is an error)."""
+        words = dict(self.by_term)
+        for key, entry in self.by_key.items():
+            owner = self.by_term.get(key)
+            if owner is not None and owner[0] is not entry:
+                raise PolicyError(
+                    f"key {key!r} spells a term of {owner[0].name} ({self.term_where[key]})",
+                    file=self.file,
+                    key=self.key_where[key],
+                )
+            words.setdefault(key, (entry, key))
+        return words
+
+
+def load_prohibited_terms(path: Path | str) -> ProhibitedTerms:
+    """Load and validate a prohibited-terms file; its SHA-256 is of the exact bytes."""
+    path = Path(path)
+    file = str(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as err:
+        raise PolicyError(f"cannot read: {err.strerror}", file=file) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise PolicyError("not UTF-8 text", file=file) from None
+    doc = expect_keys(
+        load_yaml(path, text),
+        required=_HEADER_REQUIRED,
+        optional=_HEADER_OPTIONAL,
+        file=file,
+        key="",
+    )
+    bases = expect_keys(doc["bases"], required=set(REQUIRED_BASES), file=file, key="bases")
+    proxies = doc["proxies"]
+    if not isinstance(proxies, dict) or not proxies:
+        raise PolicyError("expected a non-empty mapping of proxies", file=file, key="proxies")
+    builder = _Builder(file)
+    for name in REQUIRED_BASES:
+        builder.entry("basis", name, bases[name])
+    for name, body in proxies.items():
+        if not isinstance(name, str) or not name.strip():
+            raise PolicyError("a proxy name must be text", file=file, key=f"proxies.{name}")
+        builder.entry("proxy", name, body)
+    words = builder.words()
+    description = doc.get("description")
+    if description is not None:
+        description = read_str(description, file=file, key="description")
+    return ProhibitedTerms(
+        name=read_str(doc["name"], file=file, key="name"),
+        version=read_str(str(doc["version"]), file=file, key="version"),
+        effective_date=read_date(doc["effectiveDate"], file=file, key="effectiveDate"),
+        reference=read_str(doc["reference"], file=file, key="reference"),
+        description=description,
+        source=file,
+        sha256=hashlib.sha256(raw).hexdigest(),
+        entries=tuple(builder.entries),
+        _by_term=words,
+        _by_key=builder.by_key,
+        _exempt=builder.exempt,
+        _pattern=_alternation(list(words)),
+        _exempt_pattern=_alternation(list(builder.exempt)) if builder.exempt else None,
+    )
+
+
+def default_prohibited_terms_path() -> Path:
+    return Path(str(resources.files("credit") / "data" / "prohibited-terms.yaml"))
+
+
+@cache
+def default_prohibited_terms() -> ProhibitedTerms:
+    """The prohibited-terms file the product ships (loaded once)."""
+    return load_prohibited_terms(default_prohibited_terms_path())
+
+
+def find_prohibited(text: str, terms: ProhibitedTerms | None = None) -> list[Match]:
+    """Every whole-word citation of a prohibited basis or proxy in ``text``."""
+    return (terms or default_prohibited_terms()).find(text)
