@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench lint typecheck unit clean
+.PHONY: demo test bench lint typecheck contracts unit mutate clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,10 @@ unit: $(STAMP)
 
 test: lint typecheck contracts unit
 	$(BIN)/credit eval
+	$(BIN)/credit mutate
+
+mutate: $(STAMP)
+	$(BIN)/credit mutate
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py

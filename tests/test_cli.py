@@ -92,11 +92,6 @@ def test_a_request_the_policy_does_not_offer_names_line_case_and_field(tmp_path:
     assert "line 2, case C-BAD, field application.termMonths: term of 30 months" in result.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cli._decide_line locates an error raised while deciding with the line only, "
-    "not the source file (InputError.located(line=...) without source=)",
-)
 def test_a_request_the_policy_does_not_offer_also_names_the_source(tmp_path: Path) -> None:
     bad = auto_case(case_id="C-BAD", term=30)
     path = write_batch(tmp_path / "batch.jsonl", [bad])

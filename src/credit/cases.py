@@ -26,17 +26,19 @@ class CaseLine:
     line: int
     case: Case | None
     error: InputError | None
+    source: str | None = None
 
 
 def _parse_line(text: str, line: int, source: str) -> CaseLine:
     try:
         data = loads(text)
     except (json.JSONDecodeError, ValueError) as err:
-        return CaseLine(line, None, InputError(f"not valid JSON: {err}", line=line, source=source))
+        error = InputError(f"not valid JSON: {err}", line=line, source=source)
+        return CaseLine(line, None, error, source)
     try:
-        return CaseLine(line, parse_case(data), None)
+        return CaseLine(line, parse_case(data), None, source)
     except InputError as err:
-        return CaseLine(line, None, err.located(line=line, source=source))
+        return CaseLine(line, None, err.located(line=line, source=source), source)
 
 
 def iter_cases(path: Path | str) -> Iterator[CaseLine]:

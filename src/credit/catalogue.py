@@ -120,6 +120,13 @@ def load_catalogue(path: Path | str) -> Catalogue:
         states = entry["states"]
         if not isinstance(states, list) or not all(isinstance(s, str) for s in states):
             raise PolicyError("expected a list of field names", file=file, key=f"{key}.states")
+        if kind == "adverse" and not states:
+            raise PolicyError(
+                "an adverse reason must state at least one of the applicant's values "
+                "(12 CFR 1002.9(b)(2): specific reasons)",
+                file=file,
+                key=f"{key}.states",
+            )
         excluded = entry["excludedAttributes"]
         if not isinstance(excluded, list) or not all(isinstance(s, str) for s in excluded):
             raise PolicyError(

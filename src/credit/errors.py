@@ -6,19 +6,53 @@ like, so callers that only know Python's builtins still catch it sensibly::
 
     CreditError (Exception)
     ├── InputError (ValueError)            bad input: case, line, field, value
-    │   └── NotInPolicyError               a request the policy has no rule for
+    │   ├── NotInPolicyError               a request the policy has no rule for
+    │   ├── IntakeConflictError            a case id taken in before with other content
+    │   └── NoticeInputError               a malformed notice, expectation, report or lock
+    │                                      document: source, case, field
     ├── PolicyError (ValueError)           a policy/catalogue data file is wrong: file, key
-    └── UndecidedCaseError (RuntimeError)  no rule decided a case (never a fallthrough)
+    ├── UndecidedCaseError (RuntimeError)  no rule decided a case (never a fallthrough)
+    ├── SafetyBoundaryError (RuntimeError) a governance seam stopped a call: boundary, case,
+    │                                      tool
+    ├── UnderwriterError (RuntimeError)    an underwriter turn could not run: case,
+    │                                      underwriter
+    ├── GovernanceError (RuntimeError)     a review (Keystone, Equipoise, Backstop) could
+    │   │                                  not run on a case: case, reviewer
+    │   └── CaseNotHeldError               a person released or rejected a case the Keystone
+    │                                      gate does not hold: case, state
+    ├── NoticeError (RuntimeError)         the notice workflow refused or broke: case, field,
+    │   │                                  check
+    │   ├── NoNoticeError                  the decision takes no adverse-action notice
+    │   ├── SendRefusedError               the outbox refused a notice
+    │   │   ├── UnverifiedNoticeError      its report has a failed check (check: which)
+    │   │   └── StaleNoticeError           its hash is not the verified notice_sha256
+    │   │                                  (re-rendered since, or tampered with)
+    │   └── MutationHarnessError           the mutation suite itself is wrong: a mutator
+    │                                      left a notice unchanged, a genuine notice failed
+    └── MissingExtraError (ImportError)    an optional extra is not installed: extra, package
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "CaseNotHeldError",
     "CreditError",
+    "GovernanceError",
     "InputError",
+    "IntakeConflictError",
+    "MissingExtraError",
+    "MutationHarnessError",
+    "NoNoticeError",
     "NotInPolicyError",
+    "NoticeError",
+    "NoticeInputError",
     "PolicyError",
+    "SafetyBoundaryError",
+    "SendRefusedError",
+    "StaleNoticeError",
     "UndecidedCaseError",
+    "UnderwriterError",
+    "UnverifiedNoticeError",
 ]
 
 
@@ -103,3 +137,204 @@ class UndecidedCaseError(CreditError, RuntimeError):
         self.case_id = case_id
         self.rule = rule
         super().__init__(f"case {case_id}: {message}" if case_id else message)
+
+
+class IntakeConflictError(InputError):
+    """A case id was taken in before with different content. Intake is idempotent for
+    the same case; it never replaces a case already taken in. ``digest`` is the new
+    content's SHA-256, ``existing_digest`` the one taken in."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        case_id: str | None = None,
+        field: str | None = None,
+        line: int | None = None,
+        source: str | None = None,
+        digest: str | None = None,
+        existing_digest: str | None = None,
+    ) -> None:
+        self.digest = digest
+        self.existing_digest = existing_digest
+        super().__init__(message, case_id=case_id, field=field, line=line, source=source)
+
+    def located(self, *, line: int | None = None, source: str | None = None) -> InputError:
+        return IntakeConflictError(
+            self.message,
+            case_id=self.case_id,
+            field=self.field,
+            line=line if line is not None else self.line,
+            source=source if source is not None else self.source,
+            digest=self.digest,
+            existing_digest=self.existing_digest,
+        )
+
+
+class SafetyBoundaryError(CreditError, RuntimeError):
+    """A governance seam stopped a call at a safety boundary (fail-closed).
+
+    ``boundary_id`` is one of the stable ids in :mod:`credit.governance.refusal`;
+    ``tool`` is the tool whose call was stopped, when there is one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        boundary_id: str,
+        case_id: str | None = None,
+        tool: str | None = None,
+    ) -> None:
+        self.message = message
+        self.boundary_id = boundary_id
+        self.case_id = case_id
+        self.tool = tool
+        where = ", ".join(
+            p for p in (f"case {case_id}" if case_id else "", f"tool {tool}" if tool else "") if p
+        )
+        text = f"{boundary_id}: {message}"
+        super().__init__(f"{where}: {text}" if where else text)
+
+
+class UnderwriterError(CreditError, RuntimeError):
+    """An underwriter turn could not run (an optional extra is missing, the model
+    session failed)."""
+
+    def __init__(
+        self, message: str, *, case_id: str | None = None, underwriter: str | None = None
+    ) -> None:
+        self.message = message
+        self.case_id = case_id
+        self.underwriter = underwriter
+        where = ", ".join(
+            p
+            for p in (
+                f"case {case_id}" if case_id else "",
+                f"underwriter {underwriter}" if underwriter else "",
+            )
+            if p
+        )
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+class GovernanceError(CreditError, RuntimeError):
+    """A governance review (the Keystone gate, Equipoise, Backstop) could not run on a
+    case: no decision is recorded for it, say. ``reviewer`` names the review."""
+
+    def __init__(
+        self, message: str, *, case_id: str | None = None, reviewer: str | None = None
+    ) -> None:
+        self.message = message
+        self.case_id = case_id
+        self.reviewer = reviewer
+        where = ", ".join(p for p in (f"case {case_id}" if case_id else "", reviewer or "") if p)
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+class CaseNotHeldError(GovernanceError):
+    """A person asked to release or reject a case that the Keystone gate does not hold
+    (no decision recorded, already released or already rejected). ``state`` is the
+    case's gate state as derived from the journal."""
+
+    def __init__(self, message: str, *, case_id: str, state: str) -> None:
+        self.state = state
+        super().__init__(message, case_id=case_id, reviewer="keystone")
+
+
+class MissingExtraError(CreditError, ImportError):
+    """A feature needs an optional extra that is not installed
+    (``pip install 'credit[fairness]'``)."""
+
+    def __init__(self, message: str, *, extra: str, package: str) -> None:
+        self.message = message
+        self.extra = extra
+        self.package = package
+        super().__init__(f"{message} (install the {extra!r} extra: pip install 'credit[{extra}]')")
+
+
+class NoticeInputError(InputError):
+    """A notice, expectation, verification report or lock document is malformed:
+    not JSON, an unknown or missing field, a value of the wrong kind. ``field`` is the
+    dotted path of the first bad field in the document's wire names
+    (``reasons[0].values``); ``source`` is the file."""
+
+    def located(self, *, line: int | None = None, source: str | None = None) -> InputError:
+        return NoticeInputError(
+            self.message,
+            case_id=self.case_id,
+            field=self.field,
+            line=line if line is not None else self.line,
+            source=source if source is not None else self.source,
+        )
+
+
+class NoticeError(CreditError, RuntimeError):
+    """The notice workflow refused a notice or could not go on.
+
+    ``case_id`` is the case the notice is for; ``field`` the notice field concerned,
+    when there is one; ``check`` the verifier check(s) (``V1``..``V8``) or the mutator
+    (``M1``..``M14``) concerned, when there is one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        case_id: str | None = None,
+        field: str | None = None,
+        check: str | None = None,
+    ) -> None:
+        self.message = message
+        self.case_id = case_id
+        self.field = field
+        self.check = check
+        super().__init__(self.__str__())
+
+    def __str__(self) -> str:
+        where = []
+        if self.case_id is not None:
+            where.append(f"case {self.case_id}")
+        if self.check is not None:
+            where.append(self.check)
+        if self.field is not None:
+            where.append(f"field {self.field}")
+        prefix = ", ".join(where)
+        return f"{prefix}: {self.message}" if prefix else self.message
+
+
+class NoNoticeError(NoticeError):
+    """An adverse-action notice was asked for a decision that takes none: an approval,
+    or a referral (its reasons are for the human reviewer and never reach a notice)."""
+
+
+class SendRefusedError(NoticeError):
+    """The outbox refused a notice. Nothing unverified is ever sent."""
+
+
+class UnverifiedNoticeError(SendRefusedError):
+    """The notice's verification report has at least one failed check; ``check`` names
+    the failed checks."""
+
+
+class StaleNoticeError(SendRefusedError):
+    """The notice's current SHA-256 is not the ``notice_sha256`` of its verification
+    report: it was re-rendered after it was verified, or it was tampered with."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        case_id: str | None = None,
+        verified_sha256: str | None = None,
+        current_sha256: str | None = None,
+    ) -> None:
+        self.verified_sha256 = verified_sha256
+        self.current_sha256 = current_sha256
+        super().__init__(message, case_id=case_id, field="notice_sha256")
+
+
+class MutationHarnessError(NoticeError):
+    """The mutation suite itself is wrong, so its verdict would mean nothing: a mutator
+    returned the notice unchanged, or a genuine notice failed verification before any
+    defect was injected. ``check`` names the mutator."""

@@ -1,0 +1,313 @@
+"""The wire formats of an adverse-action notice and of what a notice must say.
+
+Schemas only: no rendering and no checking lives here. The renderer
+(:mod:`credit.notices`) produces a :class:`Notice`; the expectation builder
+(:mod:`credit.guardrails.expectation`) produces an :class:`Expectation` from the
+underwriting, never from the renderer; the verifier (:mod:`credit.guardrails`) reads
+both. Keeping the format apart is what lets the verifier read a notice without
+importing the renderer.
+
+A notice carries machine fields (case id, the decision being recorded, the reasons in
+order with their codes, category labels and the values they state, the hashes of the
+frame and catalogue it was rendered from) and its exact text. Its canonical bytes
+(:func:`credit.canonical.canonical_bytes` of the wire form: keys sorted, compact,
+UTF-8) are what is hashed, verified, bound and sent.
+
+Parsing is strict: unknown and missing fields and values of the wrong kind are a
+:class:`~credit.errors.NoticeInputError` naming the field. Text is *not* restricted
+here: a notice whose text holds a zero-width space is well-formed and fails check V8.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+from functools import cached_property
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictInt,
+    StrictStr,
+)
+from pydantic import ValidationError as _ValidationError
+from pydantic.alias_generators import to_camel
+
+from credit.canonical import canonical_bytes, sha256_hex
+from credit.errors import NoticeInputError
+from credit.models import Application
+
+__all__ = [
+    "EXPECTATION_FORMAT",
+    "NOTICE_FORMAT",
+    "Expectation",
+    "ExpectedReason",
+    "KeyFactorFacts",
+    "Notice",
+    "NoticeReason",
+    "OfferFacts",
+    "ScoreFacts",
+    "parse_expectation",
+    "parse_notice",
+]
+
+NOTICE_FORMAT = "credit.notice/1"
+EXPECTATION_FORMAT = "credit.expectation/1"
+
+DecisionKind = Literal["approve", "decline", "counteroffer", "refer"]
+Product = Literal["auto", "card"]
+
+
+def _iso_date(value: Any) -> Any:
+    """Dates are ISO strings on the wire (or dates in Python); nothing else is coerced."""
+    if isinstance(value, dt.date):
+        return value
+    if not isinstance(value, str):
+        raise ValueError(f"expected a date YYYY-MM-DD, got {type(value).__name__}")
+    try:
+        return dt.date.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"expected a date YYYY-MM-DD, got {value!r}") from None
+
+
+def _exact_decimal(value: Any) -> Any:
+    if isinstance(value, (bool, float)):
+        raise ValueError("expected an exact decimal (a JSON number or decimal string)")
+    if isinstance(value, (int, str)):
+        try:
+            return Decimal(str(value))
+        except ArithmeticError:
+            raise ValueError(f"expected a decimal, got {value!r}") from None
+    return value
+
+
+def _encodable(value: str) -> str:
+    """Any Unicode is accepted (the verifier judges it), but not lone surrogates: a
+    string that is not valid UTF-8 has no canonical bytes to hash."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("text must be valid Unicode (no lone surrogates)") from None
+    return value
+
+
+IsoDate = Annotated[dt.date, BeforeValidator(_iso_date)]
+ExactDecimal = Annotated[Decimal, BeforeValidator(_exact_decimal), Field(allow_inf_nan=False)]
+Text = Annotated[StrictStr, AfterValidator(_encodable)]
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", alias_generator=to_camel, populate_by_name=True
+    )
+
+
+class NoticeReason(_Wire):
+    """One principal reason as delivered: its code, its category label and the exact
+    values its sentence states. The sentence itself is in the notice's text."""
+
+    code: Text
+    category: Text
+    values: dict[Text, Text]
+
+
+class Notice(_Wire):
+    """An adverse-action notice: machine fields and the exact text."""
+
+    format: Literal["credit.notice/1"] = "credit.notice/1"
+    case_id: Text
+    notice_date: IsoDate
+    product: Product
+    decision: DecisionKind
+    reasons: tuple[NoticeReason, ...]
+    frame_sha256: Text
+    catalogue_sha256: Text
+    text: Text
+
+    @property
+    def reason_codes(self) -> tuple[str, ...]:
+        return tuple(r.code for r in self.reasons)
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "format": self.format,
+            "caseId": self.case_id,
+            "noticeDate": self.notice_date.isoformat(),
+            "product": self.product,
+            "decision": self.decision,
+            "reasons": [
+                {"code": r.code, "category": r.category, "values": dict(r.values)}
+                for r in self.reasons
+            ],
+            "frameSha256": self.frame_sha256,
+            "catalogueSha256": self.catalogue_sha256,
+            "text": self.text,
+        }
+
+    def canonical_bytes(self) -> bytes:
+        """The bytes that are hashed, verified and sent."""
+        return canonical_bytes(self.to_wire())
+
+    @property
+    def sha256(self) -> str:
+        """Recomputed on every call, from the notice as it is now."""
+        return sha256_hex(self.canonical_bytes())
+
+
+class ExpectedReason(_Wire):
+    """A derived reason code and the values the decision states for it."""
+
+    code: Text
+    values: dict[Text, Text]
+
+
+class KeyFactorFacts(_Wire):
+    code: Text
+    text: Text
+    value: Text
+
+
+class ScoreFacts(_Wire):
+    """The credit score the decision used, and the agency it came from (FCRA 615(a))."""
+
+    score: StrictInt
+    score_low: StrictInt
+    score_high: StrictInt
+    score_date: IsoDate
+    score_model: Text | None = None
+    bureau_name: Text
+    bureau_address: Text
+    bureau_phone: Text
+    key_factors: tuple[KeyFactorFacts, ...] = ()
+
+
+class OfferFacts(_Wire):
+    """The offered terms of a counteroffer, as the decision recorded them."""
+
+    apr: ExactDecimal
+    payment: ExactDecimal
+    amount: ExactDecimal | None = None
+    term_months: StrictInt | None = None
+    credit_line: ExactDecimal | None = None
+
+
+class Expectation(_Wire):
+    """What a notice must say: the application, the decision being recorded, the
+    derived reason codes with their values, the score used and the offered terms.
+
+    Built from the underwriting (never from the renderer) by
+    :func:`credit.guardrails.expectation_for`."""
+
+    format: Literal["credit.expectation/1"] = "credit.expectation/1"
+    case_id: Text
+    notice_date: IsoDate
+    product: Product
+    decision: DecisionKind
+    application: Application
+    reasons: tuple[ExpectedReason, ...]
+    credit_score: ScoreFacts | None = None
+    offer: OfferFacts | None = None
+
+    @property
+    def reason_codes(self) -> tuple[str, ...]:
+        return tuple(r.code for r in self.reasons)
+
+    def to_wire(self) -> dict[str, Any]:
+        wire: dict[str, Any] = {
+            "format": self.format,
+            "caseId": self.case_id,
+            "noticeDate": self.notice_date.isoformat(),
+            "product": self.product,
+            "decision": self.decision,
+            "application": self.application.to_wire(),
+            "reasons": [{"code": r.code, "values": dict(r.values)} for r in self.reasons],
+            "creditScore": None,
+            "offer": None,
+        }
+        if self.credit_score is not None:
+            s = self.credit_score
+            wire["creditScore"] = {
+                "score": s.score,
+                "scoreLow": s.score_low,
+                "scoreHigh": s.score_high,
+                "scoreDate": s.score_date.isoformat(),
+                "scoreModel": s.score_model,
+                "bureauName": s.bureau_name,
+                "bureauAddress": s.bureau_address,
+                "bureauPhone": s.bureau_phone,
+                "keyFactors": [
+                    {"code": k.code, "text": k.text, "value": k.value} for k in s.key_factors
+                ],
+            }
+        if self.offer is not None:
+            wire["offer"] = self.offer.model_dump(mode="python", by_alias=True)
+        return wire
+
+    def canonical_bytes(self) -> bytes:
+        return canonical_bytes(self.to_wire())
+
+    @cached_property
+    def sha256(self) -> str:
+        """Computed once: an expectation is built, not edited (a notice's hash, by
+        contrast, is recomputed on every call)."""
+        return sha256_hex(self.canonical_bytes())
+
+
+def _loc(loc: tuple[int | str, ...]) -> str:
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif not part.startswith("function-"):
+            path += ("." if path else "") + part
+    return path
+
+
+def _error(err: _ValidationError, *, kind: str, case_id: str | None) -> NoticeInputError:
+    first = err.errors()[0]
+    field = _loc(tuple(first["loc"]))
+    message = first["msg"]
+    if first["type"] == "extra_forbidden":
+        message = f"unknown field {field!r} is not part of the {kind} format"
+    elif first["type"] == "missing":
+        message = f"missing field {field!r} of the {kind} format"
+    elif "input" in first:
+        shown = repr(first["input"])
+        if len(shown) > 60:
+            shown = shown[:57] + "..."
+        message = f"{message} (got {shown})"
+    more = len(err.errors()) - 1
+    if more:
+        message += f" (and {more} more problem{'s' if more > 1 else ''})"
+    return NoticeInputError(message, case_id=case_id, field=field or None)
+
+
+def _parse(model: type[_Wire], data: Any, kind: str, fmt: str) -> Any:
+    if not isinstance(data, dict):
+        raise NoticeInputError(f"a {kind} must be a JSON object, got {type(data).__name__}")
+    case_id = data.get("caseId")
+    case_id = case_id if isinstance(case_id, str) else None
+    if data.get("format") != fmt:
+        raise NoticeInputError(
+            f"format must be {fmt!r}, got {data.get('format')!r}", case_id=case_id, field="format"
+        )
+    try:
+        return model.model_validate(data)
+    except _ValidationError as err:
+        raise _error(err, kind=kind, case_id=case_id) from None
+
+
+def parse_notice(data: Any) -> Notice:
+    """Validate a notice document (its wire form); bad input names the field."""
+    notice: Notice = _parse(Notice, data, "notice", NOTICE_FORMAT)
+    return notice
+
+
+def parse_expectation(data: Any) -> Expectation:
+    """Validate an expectation document; bad input names the field."""
+    expectation: Expectation = _parse(Expectation, data, "expectation", EXPECTATION_FORMAT)
+    return expectation

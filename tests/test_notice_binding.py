@@ -1,0 +1,153 @@
+"""Binding to the exact notice: the outbox takes only a notice whose current hash is the
+one its report verified, and whose report passed every check. A stale notice
+(re-rendered after a change) and a tampered one (one byte edited) cannot be sent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from credit.canonical import loads
+from credit.errors import NoticeError, StaleNoticeError, UnverifiedNoticeError
+from credit.guardrails import Verifier, expectation_for, verify
+from credit.notice_format import parse_notice
+from credit.notices import DirectoryOutbox, InMemoryOutbox, issue_notice, render_notice
+from notice_helpers import (
+    COUNTER_AUTO,
+    COUNTER_CARD,
+    DECLINE_DTI,
+    DECLINE_SCORE,
+    changed,
+    data_copy,
+    decided,
+    golden_case,
+    notice_and_expectation,
+    pins_from,
+    replace_once,
+)
+
+
+def test_a_verified_notice_is_sent_with_its_report() -> None:
+    notice, expectation = notice_and_expectation(DECLINE_SCORE)
+    report = verify(notice, expectation)
+    outbox = InMemoryOutbox()
+    sent = outbox.send(notice, report)
+    assert outbox.sent() == (sent,)
+    assert sent.notice_sha256 == notice.sha256 == report.notice_sha256
+    assert sent.notice_bytes == notice.canonical_bytes()
+    assert sent.report is report
+
+
+def test_a_stale_notice_re_rendered_after_a_change_cannot_be_sent() -> None:
+    case, underwriting = decided(golden_case(DECLINE_DTI))
+    verified = render_notice(case, underwriting)
+    report = verify(verified, expectation_for(case, underwriting))
+    assert report.passed
+    rerendered = render_notice(case, underwriting, variants={"DTI_OVER_CAP": 1})
+    assert verify(rerendered, expectation_for(case, underwriting)).passed  # valid, but not verified
+    outbox = InMemoryOutbox()
+    with pytest.raises(StaleNoticeError) as info:
+        outbox.send(rerendered, report)
+    assert info.value.case_id == DECLINE_DTI
+    assert info.value.verified_sha256 == verified.sha256
+    assert info.value.current_sha256 == rerendered.sha256
+    assert "re-rendered or tampered with since it was verified" in str(info.value)
+    assert outbox.sent() == ()
+
+
+def test_a_tampered_notice_with_one_byte_edited_cannot_be_sent(tmp_path: Path) -> None:
+    notice, expectation = notice_and_expectation(COUNTER_AUTO)
+    report = verify(notice, expectation)
+    path = tmp_path / "notice.json"
+    path.write_bytes(notice.canonical_bytes())
+    data = bytearray(path.read_bytes())
+    at = data.index(b"$24,400.00") + 2
+    data[at] = ord("9")  # $29,400.00
+    path.write_bytes(bytes(data))
+    tampered = parse_notice(loads(path.read_bytes()))
+    outbox = InMemoryOutbox()
+    with pytest.raises(StaleNoticeError):
+        outbox.send(tampered, report)
+    assert outbox.sent() == ()
+
+
+def test_a_notice_whose_machine_fields_were_edited_after_verification_cannot_be_sent() -> None:
+    notice, expectation = notice_and_expectation(DECLINE_SCORE)
+    report = verify(notice, expectation)
+    edited = notice.model_copy(update={"decision": "counteroffer"})
+    with pytest.raises(StaleNoticeError):
+        InMemoryOutbox().send(edited, report)
+
+
+def test_a_notice_that_failed_any_check_cannot_be_sent() -> None:
+    notice, expectation = notice_and_expectation(DECLINE_DTI)
+    bad = replace_once(notice, "is above our maximum", "is not above our maximum")
+    report = verify(bad, expectation)
+    assert report.failed == ("V8",)
+    outbox = InMemoryOutbox()
+    with pytest.raises(UnverifiedNoticeError) as info:
+        outbox.send(bad, report)  # bound to this very notice, but it failed
+    assert info.value.check == "V8"
+    assert str(info.value) == (
+        "case G-DECLINE-DTI, V8: the notice failed verification (V8): not sent"
+    )
+    assert outbox.sent() == ()
+
+
+def test_a_report_for_another_notice_cannot_send_this_one() -> None:
+    notice, _ = notice_and_expectation(DECLINE_DTI)
+    other, other_expectation = notice_and_expectation(COUNTER_CARD)
+    with pytest.raises(StaleNoticeError):
+        InMemoryOutbox().send(notice, verify(other, other_expectation))
+
+
+def test_a_directory_outbox_stores_the_notice_bytes_and_report(tmp_path: Path) -> None:
+    notice, expectation = notice_and_expectation(COUNTER_CARD)
+    report = verify(notice, expectation)
+    outbox = DirectoryOutbox(tmp_path / "outbox")
+    outbox.send(notice, report)
+    outbox.send(notice, report)  # the same notice again is a no-op
+    assert (tmp_path / "outbox" / "G-COUNTER-CARD.notice.json").read_bytes() == (
+        notice.canonical_bytes() + b"\n"
+    )
+    (sent,) = outbox.sent()
+    assert sent.case_id == COUNTER_CARD
+    assert sent.notice_sha256 == notice.sha256
+    assert sent.report == report
+
+
+def test_a_directory_outbox_refuses_a_second_different_notice_for_a_case(tmp_path: Path) -> None:
+    case, underwriting = decided(golden_case(DECLINE_DTI))
+    outbox = DirectoryOutbox(tmp_path)
+    first = render_notice(case, underwriting)
+    outbox.send(first, verify(first, expectation_for(case, underwriting)))
+    second = render_notice(case, underwriting, variants={"DTI_OVER_CAP": 1})
+    with pytest.raises(NoticeError, match="a different notice for this case is already"):
+        outbox.send(second, verify(second, expectation_for(case, underwriting)))
+
+
+def test_the_workflow_sends_a_good_notice_and_blocks_one_that_fails(tmp_path: Path) -> None:
+    outbox = InMemoryOutbox()
+    case, underwriting = decided(golden_case(DECLINE_SCORE))
+    outcome = issue_notice(case, underwriting, outbox)
+    assert outcome is not None and outcome.sent and outcome.report.passed
+    sources = data_copy(tmp_path)
+    frame = sources.frame.read_text(encoding="utf-8")
+    sources.frame.write_text(frame.replace("within 60 days", "within 90 days"), encoding="utf-8")
+    unreviewed = Verifier(pins_from(sources))
+    case, underwriting = decided(golden_case(COUNTER_AUTO))
+    blocked = issue_notice(case, underwriting, outbox, verifier=unreviewed)
+    assert blocked is not None and not blocked.sent
+    assert blocked.report.failed == ("V7",)
+    assert blocked.refusal == "the notice failed verification (V7): not sent"
+    assert [s.case_id for s in outbox.sent()] == [DECLINE_SCORE]
+
+
+def test_the_workflow_renders_no_notice_for_an_approval() -> None:
+    case, underwriting = decided(
+        changed(golden_case(COUNTER_CARD), "application.monthlyDebtPayments", "100.00")
+    )
+    outbox = InMemoryOutbox()
+    assert issue_notice(case, underwriting, outbox) is None
+    assert outbox.sent() == ()
