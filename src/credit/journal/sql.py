@@ -1,0 +1,528 @@
+"""The case journal on SQL: one SQLAlchemy Core implementation for SQLite and PostgreSQL.
+
+Four tables, none of them ever updated in place (the store has no update or delete)::
+
+    journal_entries (seq PK, case_id, kind, payload, prev_hash, recorded_at, hash)
+    decisions       (case_id PK, seq -> journal_entries.seq)     exactly once per case
+    cases           (case_id PK, position, document)             underwriter-visible
+    monitoring      (case_id PK, data)                           fair-lending review only
+
+Payloads and documents are stored as canonical JSON text (sorted keys, exact decimals)
+and read back with :func:`credit.canonical.loads`, so Decimals round-trip exactly and
+the hash recomputed from a stored row is the hash computed when it was appended.
+
+Writers are serialised so the chain never forks: every write transaction first takes
+the store's write lock, then reads the head, then appends at ``seq = head + 1``.
+
+- SQLite: WAL mode, ``synchronous=FULL`` (a commit is on disk when it returns), a busy
+  timeout, and ``BEGIN IMMEDIATE`` for writes. The sqlite3 driver's own BEGIN is
+  switched off and SQLAlchemy emits ours, per the SQLAlchemy SQLite documentation
+  ("Enabling Non-Legacy SQLite Transactional Modes": the connect/begin event hooks).
+- PostgreSQL (psycopg 3): ``pg_advisory_xact_lock`` on a key derived from the schema
+  name, taken before the head is read and released at commit or rollback.
+
+Exactly once: :meth:`SqlStore.record_decision` inserts the ``decisions`` row and the
+``decision.recorded`` entry in one transaction, under the write lock; a second call
+(another thread, another process) raises DecisionAlreadyRecordedError and changes
+nothing. The ``decisions`` primary key backs the lock up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final
+
+from sqlalchemy import (
+    Column,
+    Engine,
+    ForeignKey,
+    Integer,
+    MetaData,
+    Row,
+    String,
+    Table,
+    Text,
+    create_engine,
+    event,
+    func,
+    inspect,
+    select,
+)
+from sqlalchemy.engine import URL, Connection, make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, NoSuchModuleError
+from sqlalchemy.pool import ConnectionPoolEntry, StaticPool
+from sqlalchemy.schema import CreateSchema
+
+from credit.canonical import dumps, loads
+from credit.journal.base import (
+    DECISION_KIND,
+    GENESIS_HASH,
+    ChainReport,
+    Clock,
+    DecisionAlreadyRecordedError,
+    Entry,
+    JournalError,
+    Store,
+    SystemClock,
+    make_entry,
+    verify_chain,
+)
+
+__all__ = [
+    "DATABASE_URL_ENV",
+    "DEFAULT_DATABASE_URL",
+    "SqlStore",
+    "open_store",
+    "resolve_url",
+]
+
+DATABASE_URL_ENV: Final = "CREDIT_DATABASE_URL"
+DEFAULT_DATABASE_URL: Final = "sqlite:///credit.db"
+
+SQLITE_BUSY_TIMEOUT_MS: Final = 60_000
+PG_CONNECT_TIMEOUT_S: Final = 10
+VERIFY_PAGE: Final = 1000
+
+_SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+_WRITE: Final = "credit_journal_write"
+
+
+def _tables(schema: str | None) -> tuple[MetaData, Table, Table, Table, Table]:
+    metadata = MetaData(schema=schema)
+    entries = Table(
+        "journal_entries",
+        metadata,
+        Column("seq", Integer, primary_key=True, autoincrement=False),
+        Column("case_id", String, nullable=True, index=True),
+        Column("kind", String, nullable=False),
+        Column("payload", Text, nullable=False),
+        Column("prev_hash", String(64), nullable=False),
+        Column("recorded_at", String, nullable=False),
+        Column("hash", String(64), nullable=False),
+    )
+    decisions = Table(
+        "decisions",
+        metadata,
+        Column("case_id", String, primary_key=True),
+        Column("seq", Integer, ForeignKey(entries.c.seq), nullable=False, unique=True),
+    )
+    cases = Table(
+        "cases",
+        metadata,
+        Column("case_id", String, primary_key=True),
+        Column("position", Integer, nullable=False, unique=True),
+        Column("document", Text, nullable=False),
+    )
+    monitoring = Table(
+        "monitoring",
+        metadata,
+        Column("case_id", String, primary_key=True),
+        Column("data", Text, nullable=False),
+    )
+    return metadata, entries, decisions, cases, monitoring
+
+
+def resolve_url(url: str | None = None) -> str:
+    """The database URL: ``url``, else $CREDIT_DATABASE_URL, else ``sqlite:///credit.db``."""
+    return url or os.environ.get(DATABASE_URL_ENV) or DEFAULT_DATABASE_URL
+
+
+def _parse_url(raw: str, schema: str | None) -> tuple[URL, str | None]:
+    """Parse and normalise a URL: ``postgresql://`` (or ``postgres://``) means psycopg 3;
+    a ``schema`` query parameter is taken out of the URL and returned beside it."""
+    try:
+        url = make_url(raw)
+    except ArgumentError:
+        raise JournalError(f"not a database URL: {raw!r}") from None
+    if url.drivername in ("postgresql", "postgres"):
+        url = url.set(drivername="postgresql+psycopg")
+    if url.get_backend_name() not in ("sqlite", "postgresql"):
+        raise JournalError(
+            f"unsupported database {url.get_backend_name()!r} in "
+            f"{url.render_as_string(hide_password=True)} (use sqlite:/// or postgresql://)"
+        )
+    if "schema" in url.query:
+        from_url = url.query["schema"]
+        url = url.difference_update_query(["schema"])
+        if not isinstance(from_url, str) or (schema is not None and schema != from_url):
+            raise JournalError(f"conflicting schemas: {from_url!r} in the URL, {schema!r} given")
+        schema = from_url
+    if schema is not None:
+        if url.get_backend_name() != "postgresql":
+            raise JournalError(f"a schema ({schema!r}) is only supported on PostgreSQL")
+        if not _SCHEMA_NAME.fullmatch(schema):
+            raise JournalError(f"not a plain schema name: {schema!r}")
+    return url, schema
+
+
+def _lock_key(schema: str | None) -> int:
+    """A stable signed 64-bit advisory-lock key for this journal (one per schema)."""
+    digest = hashlib.sha256(f"credit.journal:{schema or ''}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def _is_memory_sqlite(url: URL) -> bool:
+    return url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:")
+
+
+def _sqlite_engine(url: URL) -> Engine:
+    memory = _is_memory_sqlite(url)
+    if memory:
+        # One connection shared by every thread; SqlStore serialises all access to it.
+        engine = create_engine(url, poolclass=StaticPool, connect_args={"check_same_thread": False})
+    else:
+        engine = create_engine(url)
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
+        # SQLAlchemy emits BEGIN itself (the begin hook below), not the sqlite3 driver.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+            if not memory:
+                cursor.execute("PRAGMA journal_mode = WAL")
+            cursor.execute("PRAGMA synchronous = FULL")
+            cursor.execute("PRAGMA foreign_keys = ON")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        write = conn.get_execution_options().get(_WRITE, False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+    return engine
+
+
+def _postgres_engine(url: URL) -> Engine:
+    connect_args: dict[str, Any] = {}
+    if "connect_timeout" not in url.query:
+        connect_args["connect_timeout"] = PG_CONNECT_TIMEOUT_S
+    return create_engine(url, connect_args=connect_args)
+
+
+class SqlStore:
+    """The journal and its side stores on SQLite or PostgreSQL (see the module docs).
+
+    Thread-safe (each call checks a connection out of the engine's pool) and safe across
+    processes (the database serialises writers). After ``fork`` open a new store in the
+    child rather than reuse the parent's. Call :meth:`close` (or use ``with``) when done.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        schema: str | None = None,
+        clock: Clock | None = None,
+        create: bool = True,
+    ) -> None:
+        parsed, self.schema = _parse_url(url, schema)
+        self.url = parsed.render_as_string(hide_password=True)
+        self._clock = clock or SystemClock()
+        self._postgres = parsed.get_backend_name() == "postgresql"
+        self._lock_key = _lock_key(self.schema)
+        memory = _is_memory_sqlite(parsed)
+        self._mutex: contextlib.AbstractContextManager[Any] = (
+            threading.RLock() if memory else contextlib.nullcontext()
+        )
+        self._metadata, self._entries, self._decisions, self._cases, self._monitoring = _tables(
+            self.schema
+        )
+        if not create and not memory and not self._postgres:
+            path = Path(parsed.database or "")
+            if not path.is_file():
+                raise JournalError(f"no journal at {self.url} (no such file {str(path)!r})")
+        try:
+            self._engine = _postgres_engine(parsed) if self._postgres else _sqlite_engine(parsed)
+        except (ArgumentError, NoSuchModuleError) as e:
+            raise JournalError(f"cannot open {self.url}: {e}") from None
+        try:
+            if create:
+                self._create_tables()
+            else:
+                self._check_tables()
+        except BaseException:
+            self._engine.dispose()
+            raise
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def close(self) -> None:
+        """Close every pooled connection. The store reconnects if used again."""
+        self._engine.dispose()
+
+    def __enter__(self) -> SqlStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        where = f", schema={self.schema!r}" if self.schema else ""
+        return f"SqlStore({self.url!r}{where})"
+
+    @property
+    def dialect(self) -> str:
+        """``sqlite`` or ``postgresql``."""
+        return "postgresql" if self._postgres else "sqlite"
+
+    # ------------------------------------------------------------------ transactions
+
+    @contextlib.contextmanager
+    def _failures(self) -> Iterator[None]:
+        """Database failures become JournalError naming the store (never a raw driver
+        error); IntegrityError is left to the caller, which knows what it means."""
+        try:
+            yield
+        except IntegrityError:
+            raise
+        except DBAPIError as e:
+            lines = str(e.orig if e.orig is not None else e).strip().splitlines()
+            reason = lines[0] if lines else type(e).__name__
+            raise JournalError(f"the journal store {self.url} failed: {reason}") from e
+
+    @contextlib.contextmanager
+    def _read(self) -> Iterator[Connection]:
+        with self._failures(), self._mutex, self._engine.connect() as conn:
+            yield conn
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[Connection]:
+        """One write transaction holding the journal's write lock from its start."""
+        with self._failures(), self._mutex, self._engine.connect() as conn:
+            conn.execution_options(**{_WRITE: True})
+            with conn.begin():
+                if self._postgres:
+                    conn.execute(select(func.pg_advisory_xact_lock(self._lock_key)))
+                yield conn
+
+    def _create_tables(self) -> None:
+        with self._write() as conn:
+            if self.schema is not None:
+                conn.execute(CreateSchema(self.schema, if_not_exists=True))
+            self._metadata.create_all(conn)
+
+    def _check_tables(self) -> None:
+        with self._read() as conn:
+            inspector = inspect(conn)
+            missing = sorted(
+                name
+                for name in self._metadata.tables
+                if not inspector.has_table(name.rpartition(".")[2], schema=self.schema)
+            )
+        if missing:
+            raise JournalError(f"no journal at {self.url} (missing tables: {', '.join(missing)})")
+
+    # ------------------------------------------------------------------ the chain
+
+    def _entry(self, row: Row[Any]) -> Entry:
+        try:
+            return Entry(
+                seq=row.seq,
+                case_id=row.case_id,
+                kind=row.kind,
+                payload=loads(row.payload),
+                prev_hash=row.prev_hash,
+                recorded_at=row.recorded_at,
+                hash=row.hash,
+            )
+        except ValueError as e:  # not JSON, not an object, a column of the wrong type
+            reason = str(e).splitlines()[0]
+            raise JournalError(f"unreadable ({reason})", seq=row.seq) from e
+
+    def _append_locked(
+        self, conn: Connection, case_id: str | None, kind: str, payload: Mapping[str, Any]
+    ) -> Entry:
+        # Normalise through the stored form first, so the hash is computed over exactly
+        # what a later read gives back (a float 1e-07 is stored, and hashed, as 0.0000001).
+        normal = loads(dumps(payload, sort_keys=True))
+        text = dumps(normal, sort_keys=True)
+        head = conn.execute(
+            select(self._entries.c.seq, self._entries.c.hash)
+            .order_by(self._entries.c.seq.desc())
+            .limit(1)
+        ).first()
+        seq, prev = (head.seq + 1, head.hash) if head else (1, GENESIS_HASH)
+        entry = make_entry(seq, case_id, kind, normal, prev, self._clock.now().isoformat())
+        conn.execute(
+            self._entries.insert().values(
+                seq=entry.seq,
+                case_id=entry.case_id,
+                kind=entry.kind,
+                payload=text,
+                prev_hash=entry.prev_hash,
+                recorded_at=entry.recorded_at,
+                hash=entry.hash,
+            )
+        )
+        return entry
+
+    def append(self, case_id: str | None, kind: str, payload: Mapping[str, Any]) -> Entry:
+        if kind == DECISION_KIND:
+            raise JournalError("decisions are recorded through record_decision", case_id=case_id)
+        with self._write() as conn:
+            return self._append_locked(conn, case_id, kind, payload)
+
+    def record_decision(self, case_id: str, payload: Mapping[str, Any]) -> Entry:
+        try:
+            with self._write() as conn:
+                recorded = conn.execute(
+                    select(self._decisions.c.seq).where(self._decisions.c.case_id == case_id)
+                ).scalar_one_or_none()
+                if recorded is not None:
+                    raise DecisionAlreadyRecordedError(
+                        f"a decision is already recorded (entry {recorded})", case_id=case_id
+                    )
+                entry = self._append_locked(conn, case_id, DECISION_KIND, payload)
+                conn.execute(self._decisions.insert().values(case_id=case_id, seq=entry.seq))
+                return entry
+        except IntegrityError:  # the lock makes this unreachable; the primary key backs it
+            raise DecisionAlreadyRecordedError(
+                "a decision is already recorded", case_id=case_id
+            ) from None
+
+    def entries(
+        self, case_id: str | None = None, kinds: Sequence[str] | None = None
+    ) -> list[Entry]:
+        query = select(self._entries).order_by(self._entries.c.seq)
+        if case_id is not None:
+            query = query.where(self._entries.c.case_id == case_id)
+        if kinds is not None:
+            query = query.where(self._entries.c.kind.in_(list(kinds)))
+        with self._read() as conn:
+            return [self._entry(row) for row in conn.execute(query)]
+
+    def decision_entry(self, case_id: str) -> Entry | None:
+        query = select(self._entries).join(
+            self._decisions, self._decisions.c.seq == self._entries.c.seq
+        )
+        with self._read() as conn:
+            row = conn.execute(query.where(self._decisions.c.case_id == case_id)).first()
+            return self._entry(row) if row is not None else None
+
+    def _chain(self, conn: Connection) -> Iterator[Entry]:
+        """Every entry in seq order, a page at a time (no cursor held between pages)."""
+        after: int | None = None
+        while True:
+            query = select(self._entries).order_by(self._entries.c.seq).limit(VERIFY_PAGE)
+            if after is not None:
+                query = query.where(self._entries.c.seq > after)
+            rows = conn.execute(query).all()
+            for row in rows:
+                yield self._entry(row)
+            if len(rows) < VERIFY_PAGE:
+                return
+            after = rows[-1].seq
+
+    def verify(self) -> ChainReport:
+        """Walk the chain (see :func:`verify_chain`); an unreadable row is a broken link."""
+        seen: list[Entry] = []  # the last entry read
+
+        def chain(conn: Connection) -> Iterator[Entry]:
+            for entry in self._chain(conn):
+                seen[:] = [entry]
+                yield entry
+
+        try:
+            with self._read() as conn:
+                return verify_chain(chain(conn))
+        except JournalError as e:
+            if e.seq is None:
+                raise
+            # verify_chain reads an entry only once every entry before it held.
+            return ChainReport(
+                ok=False,
+                entries=(seen[0].seq if seen else 0) + 1,
+                head=seen[0].hash if seen else GENESIS_HASH,
+                first_broken_seq=e.seq,
+                detail=f"entry {e.seq} is {e.message}",
+            )
+
+    # ------------------------------------------------------------------ side stores
+
+    def put_case(self, case_id: str, document: Mapping[str, Any]) -> bool:
+        text = dumps(document, sort_keys=True)
+        with self._write() as conn:
+            exists = conn.execute(
+                select(self._cases.c.case_id).where(self._cases.c.case_id == case_id)
+            ).first()
+            if exists is not None:
+                return False
+            last = conn.execute(select(func.max(self._cases.c.position))).scalar_one()
+            conn.execute(
+                self._cases.insert().values(
+                    case_id=case_id, position=(last or 0) + 1, document=text
+                )
+            )
+            return True
+
+    def get_case(self, case_id: str) -> Mapping[str, Any] | None:
+        with self._read() as conn:
+            text = conn.execute(
+                select(self._cases.c.document).where(self._cases.c.case_id == case_id)
+            ).scalar_one_or_none()
+        return None if text is None else dict(loads(text))
+
+    def put_monitoring(self, case_id: str, data: Mapping[str, Any]) -> bool:
+        text = dumps(data, sort_keys=True)
+        with self._write() as conn:
+            exists = conn.execute(
+                select(self._monitoring.c.case_id).where(self._monitoring.c.case_id == case_id)
+            ).first()
+            if exists is not None:
+                return False
+            conn.execute(self._monitoring.insert().values(case_id=case_id, data=text))
+            return True
+
+    def get_monitoring(self, case_id: str) -> Mapping[str, Any] | None:
+        with self._read() as conn:
+            text = conn.execute(
+                select(self._monitoring.c.data).where(self._monitoring.c.case_id == case_id)
+            ).scalar_one_or_none()
+        return None if text is None else dict(loads(text))
+
+    def case_ids(self) -> list[str]:
+        with self._read() as conn:
+            return list(
+                conn.execute(
+                    select(self._cases.c.case_id).order_by(self._cases.c.position)
+                ).scalars()
+            )
+
+
+def open_store(
+    url: str | None = None,
+    *,
+    schema: str | None = None,
+    clock: Clock | None = None,
+    create: bool = True,
+) -> SqlStore:
+    """Open the SQL journal.
+
+    ``url``: a SQLAlchemy URL; None means $CREDIT_DATABASE_URL, else
+    ``sqlite:///credit.db`` (``./credit.db``). ``postgresql://`` and ``postgres://`` use
+    psycopg 3. ``schema`` (PostgreSQL only; or ``?schema=NAME`` in the URL) keeps the
+    tables in that schema, created if missing. ``create=False`` opens an existing
+    journal only (JournalError if there is none) and creates nothing.
+    """
+    return SqlStore(resolve_url(url), schema=schema, clock=clock, create=create)
+
+
+if TYPE_CHECKING:  # mypy checks that SqlStore satisfies the Store protocol
+
+    def _is_a_store(store: SqlStore) -> Store:
+        return store
