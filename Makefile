@@ -3,7 +3,8 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+CORE := $(VENV)/.installed-core
+STAMP := $(VENV)/.installed-dev
 
 .PHONY: demo test bench lint typecheck contracts unit mutate clean
 
@@ -11,12 +12,20 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+$(CORE): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(CORE)
 
-demo: $(STAMP)
+# Tests install the optional extras too (the LLM adapter's tests need its SDK).
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev,llm]'
+	touch $(CORE) $(STAMP)
+
+# The main job on the embedded default: SQLite journal ./credit.db, the bundled cases,
+# notices to ./outbox/; then the journal's hash chain is walked.
+demo: $(CORE)
 	$(BIN)/credit run
+	$(BIN)/credit journal verify
 
 lint: $(STAMP)
 	$(BIN)/ruff format --check src tests evals benchmarks
@@ -42,4 +51,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache credit.db credit.db-wal credit.db-shm outbox

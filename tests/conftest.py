@@ -15,6 +15,7 @@ from collections.abc import Callable
 from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,6 +24,16 @@ from credit import Policy, Underwriting, decide_case, default_policy, parse_case
 from credit.underwriting.capacity import amortised_payment, card_payment, dti_pct
 
 POLICY = default_policy()
+
+
+@pytest.fixture(autouse=True)
+def _isolated_journal_and_outbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test writes ./credit.db or ./outbox in the working tree: the journal and the
+    outbox default to this test's own temporary folder (a test may still set its own)."""
+    monkeypatch.setenv("CREDIT_DATABASE_URL", f"sqlite:///{tmp_path / 'credit.db'}")
+    monkeypatch.setenv("CREDIT_OUTBOX", str(tmp_path / "outbox"))
+
+
 CENT = Decimal("0.01")
 TENTH = Decimal("0.1")
 # Monthly income 10,000.00: DTI % is then (existing debt + new payment) / 100, so any

@@ -195,8 +195,15 @@ def test_run_renders_verifies_and_sends_and_counts_the_notices(tmp_path: Path) -
     outbox = tmp_path / "outbox"
     result = invoke("run", str(batch), "--outbox", str(outbox))
     assert result.exit_code == 0, result.output
-    assert "notices: 3 rendered, 3 verified, 3 sent" in result.stdout
-    assert "0 blocked" in result.stdout
+    rows = {
+        cells[0]: cells[1]
+        for line in result.stdout.splitlines()
+        if line.startswith("│")
+        and len(cells := [c.strip() for c in line.strip("│ ").split("│")]) == 2
+    }
+    assert rows["notices verified (V1-V8 pass)"] == "3"
+    assert rows["notices sent"] == "3"
+    assert rows["notices blocked"] == "0"
     assert sorted(p.name for p in outbox.glob("*.notice.json")) == [
         "G-COUNTER-AUTO.notice.json",
         "G-COUNTER-CARD.notice.json",

@@ -14,12 +14,23 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from credit.canonical import dumps
 from credit.cases import CaseLine, iter_cases
+from credit.cli_governance import register_governance
+from credit.cli_journal import journal_app
+from credit.cli_notices import register_notices
 from credit.errors import CreditError, InputError, PolicyError
+from credit.pipeline import RunSummary
 from credit.policy import Policy, default_policy, load_policy
 from credit.underwriting import Underwriting, decide_case
 
@@ -65,7 +76,7 @@ def _decide_line(entry: CaseLine, policy: Policy) -> Underwriting | InputError:
     try:
         return decide_case(entry.case, policy)
     except InputError as e:
-        return e.located(line=entry.line)
+        return e.located(line=entry.line, source=entry.source)
 
 
 def _report_failures(failures: list[InputError], total: int) -> None:
@@ -104,11 +115,8 @@ def decide(
         raise typer.Exit(EXIT_BAD_INPUT)
 
 
-def _summary_table(results: list[Underwriting]) -> Table:
+def _summary_table(counts: Counter[tuple[str, str, str]]) -> Table:
     outcomes = ("approve", "counteroffer", "decline", "refer")
-    counts: Counter[tuple[str, str, str]] = Counter(
-        (u.decision.product, u.decision.score_band, u.decision.decision) for u in results
-    )
     table = Table(title="Outcomes by product and score band")
     table.add_column("product")
     table.add_column("band")
@@ -126,44 +134,118 @@ def _summary_table(results: list[Underwriting]) -> Table:
     return table
 
 
+def _governance_table(summary: RunSummary) -> Table:
+    table = Table(title="Governance")
+    table.add_column("step")
+    table.add_column("count", justify="right")
+    rows = [
+        ("cases in the batch", summary.cases),
+        ("taken in now / already taken in", f"{summary.taken_in} / {summary.resumed}"),
+        ("bad input (not taken in)", len(summary.failures)),
+        ("decisions recorded", summary.decided),
+        ("refused (typed refusal)", summary.refused),
+        ("held by Keystone for a person", summary.held),
+        ("released by Keystone or a person", summary.released),
+        ("rejected by a person", summary.rejected),
+        ("notices verified (V1-V8 pass)", summary.notices_verified),
+        ("notices sent", summary.notices_sent),
+        ("notices blocked", summary.notices_blocked),
+        ("ethics findings recorded", summary.ethics_findings),
+    ]
+    for name, value in rows:
+        table.add_row(name, str(value))
+    return table
+
+
+DatabaseOption = Annotated[
+    str | None,
+    typer.Option(
+        "--database",
+        help="Journal URL (sqlite:///... or postgresql://...); default $CREDIT_DATABASE_URL "
+        "or sqlite:///credit.db.",
+    ),
+]
+
+
 @app.command()
 def run(
     file: Annotated[
         Path | None, typer.Argument(help="A batch (.jsonl); default: the bundled example cases.")
     ] = None,
     policy: PolicyOption = None,
+    database: DatabaseOption = None,
+    outbox: Annotated[
+        Path,
+        typer.Option(
+            "--outbox",
+            envvar="CREDIT_OUTBOX",
+            help="Folder that verified notices are sent to ($CREDIT_OUTBOX).",
+        ),
+    ] = Path("outbox"),
+    underwriter: Annotated[
+        str,
+        typer.Option("--underwriter", help="rules (default) or claude (needs the llm extra)."),
+    ] = "rules",
 ) -> None:
-    """The main job: decide a batch with a progress bar, then summarise the outcomes."""
-    pol = _policy(policy)
+    """The main job, governed: intake, the underwriter through the tools, the Keystone
+    hold and both reviews, release, then notice, verify and send; every step journaled.
+    Resumable: run it again after an interruption and it finishes the batch."""
+    from credit.journal import open_store
+    from credit.notices import DirectoryOutbox
+    from credit.pipeline import Pipeline, read_batch
+    from credit.policy import PolicyRegistry
+    from credit.underwriters.runtime import Underwriter
+
+    registry = PolicyRegistry([_policy(policy)]) if policy else PolicyRegistry.bundled()
+    chosen: Underwriter | None = None
+    if underwriter == "claude":
+        from credit.underwriters.claude import ClaudeUnderwriter
+
+        chosen = ClaudeUnderwriter()
+    elif underwriter != "rules":
+        err.print(f"[red]error:[/red] --underwriter: unknown underwriter {underwriter!r}")
+        raise typer.Exit(EXIT_BAD_INPUT)
     path = file or default_cases_path()
     try:
-        entries = list(iter_cases(path))
+        lines = read_batch(path)
     except InputError as e:
         err.print(f"[red]error:[/red] {e}", highlight=False, markup=False)
         raise typer.Exit(EXIT_BAD_INPUT) from None
-    results: list[Underwriting] = []
-    failures: list[InputError] = []
-    with Progress(
-        TextColumn("deciding"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=False,
-    ) as progress:
-        task = progress.add_task("decide", total=len(entries))
-        for entry in entries:
-            result = _decide_line(entry, pol)
-            if isinstance(result, InputError):
-                failures.append(result)
-            else:
-                results.append(result)
-            progress.advance(task)
-    out.print(f"policy {pol.label} (sha256 {pol.sha256[:12]}...), cases from {path}")
-    out.print(_summary_table(results))
-    _report_failures(failures, len(entries))
-    if failures:
+    with (
+        open_store(database) as store,
+        Progress(
+            TextColumn("{task.description:<10}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err,
+        ) as progress,
+    ):
+        tasks: dict[str, TaskID] = {}
+
+        def tick(phase: str, done: int, total: int) -> None:
+            if phase not in tasks:
+                tasks[phase] = progress.add_task(phase, total=total)
+            progress.update(tasks[phase], completed=done, total=total)
+
+        pipeline = Pipeline(
+            store, DirectoryOutbox(outbox), registry=registry, underwriter=chosen, progress=tick
+        )
+        summary = pipeline.run(lines, source=str(path))
+    label = ", ".join(f"{p.label} (sha256 {p.sha256[:12]}...)" for p in registry.policies)
+    out.print(f"policy {label}; cases from {path}; notices sent to {outbox}/")
+    out.print(_summary_table(summary.outcomes))
+    out.print(_governance_table(summary))
+    chain = summary.chain
+    if chain is not None and chain.ok:
+        out.print(f"journal: chain verified, {chain.entries} entries, head {chain.head[:16]}...")
+    elif chain is not None:
+        out.print(f"[red]journal: BROKEN at entry {chain.first_broken_seq}: {chain.detail}[/red]")
+    _report_failures(summary.failures, summary.cases)
+    if summary.failures:
         raise typer.Exit(EXIT_BAD_INPUT)
+    if summary.notices_blocked or (chain is not None and not chain.ok):
+        raise typer.Exit(EXIT_FAILED)
 
 
 @app.command("eval")
@@ -185,6 +267,12 @@ def eval_command(policy: PolicyOption = None) -> None:
     out.print(f"{len(report.results) - len(failed)} passed, {len(failed)} failed")
     if failed:
         raise typer.Exit(EXIT_FAILED)
+
+
+app.add_typer(journal_app, name="journal")
+register_notices(app)
+register_governance(app)
+import credit.cli_mcp  # noqa: E402, F401  (registers `credit mcp`)
 
 
 def main() -> None:

@@ -1,6 +1,6 @@
 """``credit notice``, ``credit verify``, ``credit mutate`` and ``credit lock``: thin
 adapters over the renderer, the verifier, the mutation suite and the reviewed lock (no
-domain logic here). ``credit run`` uses :func:`send_notices` to render, verify and send.
+domain logic here).
 
 Exit status: 0 success; 1 a check failed (``verify``: a failed check; ``mutate``: a
 survivor, an unapplied mutator or a meta-mutation the gate missed; ``lock``: the data
@@ -14,8 +14,6 @@ import importlib
 import json
 import sys
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Annotated, Any
@@ -36,13 +34,12 @@ from credit.guardrails.lock import (
     read_lock,
     write_lock,
 )
-from credit.models import Case
 from credit.notice_format import parse_expectation, parse_notice
-from credit.notices import NOTICE_DECISIONS, Outbox, issue_notice, render_notice
+from credit.notices import NOTICE_DECISIONS, render_notice
 from credit.policy import Policy, default_policy, load_policy
-from credit.underwriting import Underwriting, decide_case
+from credit.underwriting import decide_case
 
-__all__ = ["NoticeSummary", "print_notice_summary", "register_notices", "send_notices"]
+__all__ = ["register_notices"]
 
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
@@ -64,46 +61,6 @@ def _policy(path: Path | None) -> Policy:
         return load_policy(path) if path else default_policy()
     except PolicyError as e:
         raise _fail(e) from None
-
-
-# ---------------------------------------------------------------- credit run
-
-
-@dataclass(frozen=True, slots=True)
-class NoticeSummary:
-    rendered: int
-    verified: int
-    sent: int
-    blocked: tuple[tuple[str, str], ...]  # (case id, why)
-
-
-def send_notices(decided: Iterable[tuple[Case, Underwriting]], outbox: Outbox) -> NoticeSummary:
-    """Render, verify and send the notice of every decline and counteroffer."""
-    verifier = Verifier()
-    rendered = verified = sent = 0
-    blocked: list[tuple[str, str]] = []
-    for case, underwriting in decided:
-        outcome = issue_notice(case, underwriting, outbox, verifier=verifier)
-        if outcome is None:
-            continue
-        rendered += 1
-        verified += int(outcome.report.passed)
-        if outcome.sent:
-            sent += 1
-        else:
-            blocked.append((outcome.case_id, outcome.refusal or "refused"))
-    return NoticeSummary(rendered, verified, sent, tuple(blocked))
-
-
-def print_notice_summary(summary: NoticeSummary, outbox_path: Path | None) -> None:
-    where = f"outbox {outbox_path}" if outbox_path else "in-memory outbox"
-    out.print(
-        f"notices: {summary.rendered} rendered, {summary.verified} verified, "
-        f"{summary.sent} sent ({where}), {len(summary.blocked)} blocked",
-        highlight=False,
-    )
-    for case_id, why in summary.blocked:
-        err.print(f"  blocked {case_id}: {why}", highlight=False, markup=False)
 
 
 # ---------------------------------------------------------------- credit notice

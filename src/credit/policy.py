@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from decimal import Decimal
 from importlib import resources
 from pathlib import Path
@@ -32,6 +32,7 @@ __all__ = [
     "BandPricing",
     "Param",
     "Policy",
+    "PolicyRegistry",
     "ProductPolicy",
     "default_policy",
     "default_policy_path",
@@ -349,4 +350,54 @@ def default_policy() -> Policy:
     return _DEFAULT["p"]
 
 
-PolicyLoader = Callable[[Path], Policy]
+class PolicyRegistry:
+    """The policy versions a lender has adopted; picks the one in force on a date.
+
+    The version in force on a day is the one with the latest effective date on or
+    before it. Two versions with the same effective date are a conflict (an error).
+    """
+
+    def __init__(self, policies: list[Policy]) -> None:
+        if not policies:
+            raise PolicyError("a policy registry needs at least one policy")
+        by_date: dict[dt.date, Policy] = {}
+        for policy in policies:
+            other = by_date.get(policy.effective_date)
+            if other is not None and other.sha256 != policy.sha256:
+                raise PolicyError(
+                    f"{other.label} ({other.source}) takes effect the same day",
+                    file=policy.source,
+                    key="effectiveDate",
+                )
+            by_date[policy.effective_date] = policy
+        self._policies = sorted(by_date.values(), key=lambda p: p.effective_date)
+
+    @classmethod
+    def from_directory(cls, directory: Path | str) -> PolicyRegistry:
+        files = sorted(Path(directory).glob("*.yaml"))
+        return cls([load_policy(f) for f in files])
+
+    @classmethod
+    def bundled(cls) -> PolicyRegistry:
+        return cls([default_policy()])
+
+    @property
+    def policies(self) -> tuple[Policy, ...]:
+        return tuple(self._policies)
+
+    def in_force(self, day: dt.date) -> Policy:
+        chosen: Policy | None = None
+        for policy in self._policies:
+            if policy.effective_date <= day:
+                chosen = policy
+        if chosen is None:
+            first = self._policies[0]
+            raise PolicyError(
+                f"no policy is in force on {day}; the earliest takes effect {first.effective_date}",
+                file=first.source,
+                key="effectiveDate",
+            )
+        return chosen
+
+    def by_sha256(self, sha256: str) -> Policy | None:
+        return next((p for p in self._policies if p.sha256 == sha256), None)

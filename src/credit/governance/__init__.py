@@ -1,0 +1,1 @@
+"""Governance: the fair-lending guard, the Keystone gate and its reviews, typed refusal."""

@@ -1,0 +1,267 @@
+"""Backstop: the model-risk review (Orchestration, "Decision reviewed by ... Backstop").
+
+Backstop re-derives every recorded decision independently with the rules underwriter,
+from the same tool data the underwriter was served (the case document from
+``store.get_case``: application and credit report, never monitoring data) under the
+policy in force on the case's ``asOf`` date (from a
+:class:`~credit.policy.PolicyRegistry`), and compares. Its findings:
+
+* ``backstop.disagreement`` (holds): the recorded decision differs from the
+  re-derivation in the decision, the terms, the score band, the DTI, the LTV or the
+  credit factors. Each differing field is one finding, with both values.
+* ``backstop.policy_version`` (holds): the policy cited in ``policyBasis[0]``
+  (``policy=<name> v<version> effective <date> sha256:<hex>``) is not the one in force
+  on the case's date, by SHA-256 and version; or the citation is missing or malformed.
+* ``backstop.confidence_floor`` (holds): an approve, decline or counteroffer whose
+  confidence is below the policy's ``confidenceFloor``. (A referral already goes to a
+  person.)
+* ``backstop.within_margin`` (recorded, does not hold): the case sits within a review
+  margin (score, DTI or LTV), so a person looks at it anyway.
+* ``backstop.case_unreadable`` / ``backstop.decision_unreadable`` /
+  ``backstop.no_policy_in_force`` / ``backstop.rederivation_failed`` (hold): Backstop
+  could not check the decision, so it does not pass it.
+
+Backstop passes only when no finding holds.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from credit.catalogue import Catalogue
+from credit.errors import CreditError, GovernanceError, InputError, PolicyError
+from credit.governance.findings import Finding, Review
+from credit.journal.base import Store
+from credit.models import Case, Decision, parse_case, parse_decision
+from credit.policy import Policy, PolicyRegistry
+from credit.underwriting.engine import Underwriting, underwrite
+
+__all__ = ["COMPARED_FIELDS", "Backstop", "PolicyCitation", "parse_policy_citation"]
+
+# The fields of a Decision the re-derivation must match (the outcome contract's
+# content; the confidence is the underwriter's own and is judged against the floor).
+COMPARED_FIELDS = ("decision", "terms", "scoreBand", "dtiPct", "ltvPct", "factors")
+
+_CITATION = re.compile(
+    r"^policy=(?P<name>.+) v(?P<version>\S+) effective (?P<effective>\d{4}-\d{2}-\d{2}) "
+    r"sha256:(?P<sha256>[0-9a-f]{64})$"
+)
+_MARGIN_CODES = ("REFER_SCORE_MARGIN", "REFER_DTI_MARGIN", "REFER_LTV_MARGIN")
+_FLOOR_DECISIONS = ("approve", "decline", "counteroffer")
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyCitation:
+    """The policy a decision says it applied (its ``policyBasis[0]``)."""
+
+    name: str
+    version: str
+    effective: str
+    sha256: str
+
+
+def parse_policy_citation(text: str) -> PolicyCitation | None:
+    """Read ``policy=<name> v<version> effective <date> sha256:<hex>``; None if not that."""
+    match = _CITATION.match(text)
+    if match is None:
+        return None
+    return PolicyCitation(**match.groupdict())
+
+
+def _value(decision: Decision, field: str) -> Any:
+    return {
+        "decision": decision.decision,
+        "terms": decision.terms,
+        "scoreBand": decision.score_band,
+        "dtiPct": decision.dti_pct,
+        "ltvPct": decision.ltv_pct,
+        "factors": decision.factors,
+    }[field]
+
+
+def _wire(value: Any) -> Any:
+    if value is None or isinstance(value, (str, Decimal, int)):
+        return value
+    if isinstance(value, tuple):
+        return list(value)
+    to_wire = getattr(value, "to_wire", None)
+    if callable(to_wire):
+        return to_wire()
+    return str(value)  # pragma: no cover - every compared field is one of the above
+
+
+class Backstop:
+    """The model-risk review: an independent re-derivation by the rules underwriter."""
+
+    name = "backstop"
+
+    def __init__(
+        self,
+        store: Store,
+        registry: PolicyRegistry | None = None,
+        *,
+        catalogue: Catalogue | None = None,
+    ) -> None:
+        self.store = store
+        self.registry = registry or PolicyRegistry.bundled()
+        self.catalogue = catalogue
+
+    def review(self, case_id: str) -> Review:
+        entry = self.store.decision_entry(case_id)
+        if entry is None:
+            raise GovernanceError("no decision is recorded", case_id=case_id, reviewer=self.name)
+        basis: dict[str, Any] = {"decisionSeq": entry.seq}
+        findings: list[Finding] = []
+
+        def done() -> Review:
+            return Review(
+                reviewer="backstop", case_id=case_id, findings=tuple(findings), basis=basis
+            )
+
+        try:
+            decision = parse_decision(entry.payload.get("decision"), case_id=case_id)
+        except InputError as err:
+            findings.append(_holds("decision_unreadable", f"the recorded decision: {err}"))
+            return done()
+        case = self._case(case_id, findings)
+        if case is None:
+            return done()
+        basis["asOf"] = case.as_of.isoformat()
+        try:
+            policy = self.registry.in_force(case.as_of)
+        except PolicyError as err:
+            findings.append(_holds("no_policy_in_force", str(err)))
+            return done()
+        basis["policyInForce"] = policy.label
+        basis["policySha256"] = policy.sha256
+        findings.extend(self._policy_version(decision, policy))
+        findings.extend(self._floor(decision, policy))
+        try:
+            derived = underwrite(
+                case.application,
+                case.credit_report,
+                policy,
+                case_id=case_id,
+                as_of=case.as_of,
+                catalogue=self.catalogue,
+            )
+        except CreditError as err:
+            findings.append(
+                _holds("rederivation_failed", f"the rules underwriter could not decide it: {err}")
+            )
+            return done()
+        basis["derivedDecision"] = derived.decision.decision
+        basis["derivedStep"] = derived.step
+        findings.extend(_disagreements(decision, derived.decision))
+        findings.extend(_within_margin(derived))
+        return done()
+
+    def _case(self, case_id: str, findings: list[Finding]) -> Case | None:
+        document = self.store.get_case(case_id)
+        if document is None:
+            findings.append(_holds("case_unreadable", "no case document is on file"))
+            return None
+        try:
+            return parse_case(dict(document))
+        except InputError as err:
+            findings.append(_holds("case_unreadable", f"the case document: {err}"))
+            return None
+
+    @staticmethod
+    def _policy_version(decision: Decision, policy: Policy) -> list[Finding]:
+        cited_text = decision.policy_basis[0] if decision.policy_basis else ""
+        cited = parse_policy_citation(cited_text)
+        in_force = {"policy": policy.name, "version": policy.version, "sha256": policy.sha256}
+        if cited is None:
+            return [
+                _holds(
+                    "policy_version",
+                    "policyBasis[0] does not cite a policy as "
+                    "'policy=<name> v<version> effective <date> sha256:<hex>'",
+                    cited=cited_text,
+                    inForce=in_force,
+                )
+            ]
+        problems = []
+        if cited.sha256 != policy.sha256:
+            problems.append(f"sha256 {cited.sha256[:12]}... is not {policy.sha256[:12]}...")
+        if cited.version != policy.version:
+            problems.append(f"version {cited.version} is not {policy.version}")
+        if cited.name != policy.name:
+            problems.append(f"policy {cited.name} is not {policy.name}")
+        if not problems:
+            return []
+        return [
+            _holds(
+                "policy_version",
+                f"the decision cites {cited.name} v{cited.version}, but {policy.label} was in "
+                f"force on the case date: " + "; ".join(problems),
+                cited={"policy": cited.name, "version": cited.version, "sha256": cited.sha256},
+                inForce=in_force,
+            )
+        ]
+
+    @staticmethod
+    def _floor(decision: Decision, policy: Policy) -> list[Finding]:
+        floor = policy["confidenceFloor"]
+        if decision.decision not in _FLOOR_DECISIONS or decision.confidence >= floor.value:
+            return []
+        return [
+            _holds(
+                "confidence_floor",
+                f"a {decision.decision} at confidence {decision.confidence} is below the "
+                f"floor ({floor.cite()})",
+                confidence=decision.confidence,
+                floor=floor.value,
+            )
+        ]
+
+
+def _holds(code: str, message: str, **detail: Any) -> Finding:
+    return Finding(code=f"backstop.{code}", holds=True, message=message, detail=detail)
+
+
+def _disagreements(recorded: Decision, derived: Decision) -> list[Finding]:
+    findings: list[Finding] = []
+    for field in COMPARED_FIELDS:
+        got, want = _value(recorded, field), _value(derived, field)
+        if got == want:
+            continue
+        findings.append(
+            _holds(
+                "disagreement",
+                f"{field}: recorded {_show(got)}, the rules underwriter derives {_show(want)}",
+                field=field,
+                recorded=_wire(got),
+                derived=_wire(want),
+            )
+        )
+    return findings
+
+
+def _show(value: Any) -> str:
+    shown = _wire(value)
+    if isinstance(shown, Mapping):
+        return "{" + ", ".join(f"{k}: {v}" for k, v in shown.items()) + "}"
+    if isinstance(shown, list):
+        return f"{len(shown)} item(s)" if len(shown) > 1 else repr(shown)
+    return str(shown)
+
+
+def _within_margin(derived: Underwriting) -> list[Finding]:
+    codes = [c for c in derived.reason_codes if c in _MARGIN_CODES]
+    if not codes:
+        return []
+    return [
+        Finding(
+            code="backstop.within_margin",
+            holds=False,
+            message="the case is within a review margin: "
+            + "; ".join(r.text for r in derived.reasons if r.code in _MARGIN_CODES),
+            detail={"reasonCodes": codes},
+        )
+    ]

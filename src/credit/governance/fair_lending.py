@@ -1,0 +1,436 @@
+"""The fair-lending review's parameters as versioned data, and the applicant groups.
+
+``data/fair-lending-review.yaml`` carries every number Equipoise reads (the order of
+outcomes, the DTI and LTV bucket widths of the comparative file review, the
+four-fifths and watch lines, the minimum group size, the bootstrap's resamples, seed
+and level, the age bands), each with its unit and reference. The loader is strict like
+the policy loader: unknown, missing and duplicate keys, bad dates and incoherent values
+are :class:`~credit.errors.PolicyError` naming the file and the key.
+
+Groups come from government-monitoring information (12 CFR 1002.13), which only the
+fair-lending review reads: :func:`group_of` maps an applicant to a group of one
+attribute, ``not provided`` when the applicant did not give it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from importlib import resources
+from itertools import pairwise
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from credit.errors import InputError, PolicyError
+from credit.governance.findings import KIND_REJECTED
+from credit.journal.base import DECISION_KIND, Store
+from credit.models import DECISIONS, Decision, MonitoringData, parse_decision
+from credit.policy import Param
+from credit.yamldata import expect_keys, load_yaml, read_date, read_decimal, read_int, read_str
+
+__all__ = [
+    "ATTRIBUTES",
+    "NOT_PROVIDED",
+    "FairLendingConfig",
+    "RecordedDecision",
+    "age_band_labels",
+    "default_fair_lending_config",
+    "default_fair_lending_config_path",
+    "group_of",
+    "group_sort_key",
+    "load_fair_lending_config",
+    "read_monitoring",
+    "recorded_decisions",
+]
+
+# The monitoring attributes a review can group by: the fields of MonitoringData, with
+# age grouped into bands. (Field names, not thresholds: the bands are data.)
+ATTRIBUTES = ("race", "ethnicity", "sex", "ageBand", "maritalStatus", "publicAssistanceIncome")
+NOT_PROVIDED = "not provided"
+
+# ---------------------------------------------------------------- the parameters (data)
+
+Kind = Literal["decimal", "int", "outcomes", "attributes", "int-list", "str-list"]
+
+_SCHEMA: dict[str, Kind] = {
+    "outcomeOrder": "outcomes",
+    "comparative.attributes": "attributes",
+    "comparative.dtiBucketPct": "decimal",
+    "comparative.ltvBucketPct": "decimal",
+    "portfolio.attributes": "attributes",
+    "portfolio.favourableOutcomes": "outcomes",
+    "portfolio.excludedOutcomes": "outcomes",
+    "portfolio.minGroupSize": "int",
+    "portfolio.adverseImpactRatio": "decimal",
+    "portfolio.watchRatio": "decimal",
+    "portfolio.bootstrapResamples": "int",
+    "portfolio.bootstrapSeed": "int",
+    "portfolio.confidenceLevel": "decimal",
+    "groups.ageBands": "int-list",
+    "groups.notProvided": "str-list",
+}
+_HEADER_REQUIRED = frozenset({"name", "version", "effectiveDate", "reference"})
+_HEADER_OPTIONAL = frozenset({"description"})
+_PARAM_REQUIRED = frozenset({"value", "unit", "reference"})
+_PARAM_OPTIONAL = frozenset({"description"})
+
+
+def _tree(keys: Iterable[str]) -> dict[str, Any]:
+    tree: dict[str, Any] = {}
+    for key in keys:
+        node = tree
+        *parents, last = key.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[last] = None
+    return tree
+
+
+def _read_list(kind: Kind, value: Any, *, file: str, key: str) -> tuple[Any, ...]:
+    if not isinstance(value, list):
+        raise PolicyError(f"expected a list, got {value!r}", file=file, key=key)
+    if kind == "int-list":
+        ints = tuple(read_int(v, file=file, key=key) for v in value)
+        if not ints or list(ints) != sorted(set(ints)) or ints[0] <= 0:
+            raise PolicyError("must be distinct, positive and ascending", file=file, key=key)
+        return ints
+    items = tuple(read_str(v, file=file, key=key) for v in value)
+    if len(set(items)) != len(items):
+        raise PolicyError("an item is listed twice", file=file, key=key)
+    allowed = {"outcomes": DECISIONS, "attributes": ATTRIBUTES}.get(kind)
+    if allowed is not None:
+        for item in items:
+            if item not in allowed:
+                raise PolicyError(
+                    f"{item!r} is not one of {', '.join(allowed)}", file=file, key=key
+                )
+    return items
+
+
+def _read_param(kind: Kind, value: Any, *, file: str, key: str) -> Any:
+    if kind == "decimal":
+        return read_decimal(value, file=file, key=key)
+    if kind == "int":
+        return read_int(value, file=file, key=key)
+    return _read_list(kind, value, file=file, key=key)
+
+
+def _walk(node: Any, tree: dict[str, Any], prefix: str, file: str, out: dict[str, Param]) -> None:
+    data = expect_keys(node, required=set(tree), file=file, key=prefix)
+    for name, sub in tree.items():
+        key = f"{prefix}.{name}" if prefix else name
+        if sub is not None:
+            _walk(data[name], sub, key, file, out)
+            continue
+        entry = expect_keys(
+            data[name], required=_PARAM_REQUIRED, optional=_PARAM_OPTIONAL, file=file, key=key
+        )
+        description = entry.get("description")
+        out[key] = Param(
+            key=key,
+            value=_read_param(_SCHEMA[key], entry["value"], file=file, key=f"{key}.value"),
+            unit=read_str(entry["unit"], file=file, key=f"{key}.unit"),
+            reference=read_str(entry["reference"], file=file, key=f"{key}.reference"),
+            description=(
+                read_str(description, file=file, key=f"{key}.description")
+                if description is not None
+                else None
+            ),
+        )
+
+
+@dataclass(frozen=True)
+class FairLendingConfig:
+    """The fair-lending review's parameters, loaded and validated. Immutable."""
+
+    name: str
+    version: str
+    effective_date: dt.date
+    reference: str
+    source: str
+    sha256: str
+    params: Mapping[str, Param]
+
+    def __getitem__(self, key: str) -> Param:
+        try:
+            return self.params[key]
+        except KeyError:
+            raise PolicyError("no such parameter", file=self.source, key=key) from None
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} v{self.version}"
+
+    @property
+    def outcome_order(self) -> tuple[str, ...]:
+        return tuple(self["outcomeOrder"].value)
+
+    def rank(self, outcome: str) -> int:
+        """The outcome's place in ``outcomeOrder``: higher is more favourable."""
+        return self.outcome_order.index(outcome)
+
+    @property
+    def comparative_attributes(self) -> tuple[str, ...]:
+        return tuple(self["comparative.attributes"].value)
+
+    @property
+    def dti_bucket_pct(self) -> Decimal:
+        value: Decimal = self["comparative.dtiBucketPct"].value
+        return value
+
+    @property
+    def ltv_bucket_pct(self) -> Decimal:
+        value: Decimal = self["comparative.ltvBucketPct"].value
+        return value
+
+    @property
+    def portfolio_attributes(self) -> tuple[str, ...]:
+        return tuple(self["portfolio.attributes"].value)
+
+    @property
+    def favourable_outcomes(self) -> tuple[str, ...]:
+        return tuple(self["portfolio.favourableOutcomes"].value)
+
+    @property
+    def excluded_outcomes(self) -> tuple[str, ...]:
+        return tuple(self["portfolio.excludedOutcomes"].value)
+
+    @property
+    def min_group_size(self) -> int:
+        value: int = self["portfolio.minGroupSize"].value
+        return value
+
+    @property
+    def adverse_impact_ratio(self) -> Decimal:
+        value: Decimal = self["portfolio.adverseImpactRatio"].value
+        return value
+
+    @property
+    def watch_ratio(self) -> Decimal:
+        value: Decimal = self["portfolio.watchRatio"].value
+        return value
+
+    @property
+    def bootstrap_resamples(self) -> int:
+        value: int = self["portfolio.bootstrapResamples"].value
+        return value
+
+    @property
+    def bootstrap_seed(self) -> int:
+        value: int = self["portfolio.bootstrapSeed"].value
+        return value
+
+    @property
+    def confidence_level(self) -> Decimal:
+        value: Decimal = self["portfolio.confidenceLevel"].value
+        return value
+
+    @property
+    def age_bands(self) -> tuple[int, ...]:
+        return tuple(self["groups.ageBands"].value)
+
+    @property
+    def not_provided(self) -> tuple[str, ...]:
+        return tuple(self["groups.notProvided"].value)
+
+    def cite(self) -> dict[str, str]:
+        return {"config": self.label, "sha256": self.sha256}
+
+
+def _check_coherent(config: FairLendingConfig) -> None:
+    file = config.source
+    checks: list[tuple[bool, str, str]] = [
+        (
+            sorted(config.outcome_order) == sorted(DECISIONS),
+            "outcomeOrder",
+            f"must list each of {', '.join(DECISIONS)} exactly once",
+        ),
+        (config.dti_bucket_pct > 0, "comparative.dtiBucketPct", "must be positive"),
+        (config.ltv_bucket_pct > 0, "comparative.ltvBucketPct", "must be positive"),
+        (
+            bool(config.favourable_outcomes),
+            "portfolio.favourableOutcomes",
+            "must name at least one outcome",
+        ),
+        (
+            not set(config.favourable_outcomes) & set(config.excluded_outcomes),
+            "portfolio.excludedOutcomes",
+            "an outcome cannot be both favourable and excluded",
+        ),
+        (config.min_group_size >= 1, "portfolio.minGroupSize", "must be at least 1"),
+        (
+            Decimal(0) < config.adverse_impact_ratio <= config.watch_ratio <= 1,
+            "portfolio.watchRatio",
+            "must satisfy 0 < adverseImpactRatio <= watchRatio <= 1",
+        ),
+        (config.bootstrap_resamples >= 1, "portfolio.bootstrapResamples", "must be at least 1"),
+        (
+            Decimal(0) < config.confidence_level < 1,
+            "portfolio.confidenceLevel",
+            "must lie strictly between 0 and 1",
+        ),
+    ]
+    for ok, key, message in checks:
+        if not ok:
+            raise PolicyError(message, file=file, key=key)
+
+
+def load_fair_lending_config(path: Path | str, text: str | None = None) -> FairLendingConfig:
+    """Load and validate the fair-lending review's parameters (strict, like a policy)."""
+    path = Path(path)
+    file = str(path)
+    if text is None:
+        try:
+            raw = path.read_bytes()
+        except OSError as err:
+            raise PolicyError(f"cannot read: {err.strerror}", file=file) from None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise PolicyError("not UTF-8 text", file=file) from None
+    else:
+        raw = text.encode("utf-8")
+    tree = _tree(_SCHEMA)
+    doc = expect_keys(
+        load_yaml(path, text),
+        required=_HEADER_REQUIRED | set(tree),
+        optional=_HEADER_OPTIONAL,
+        file=file,
+        key="",
+    )
+    params: dict[str, Param] = {}
+    _walk({k: doc[k] for k in tree}, tree, "", file, params)
+    config = FairLendingConfig(
+        name=read_str(doc["name"], file=file, key="name"),
+        version=read_str(str(doc["version"]), file=file, key="version"),
+        effective_date=read_date(doc["effectiveDate"], file=file, key="effectiveDate"),
+        reference=read_str(doc["reference"], file=file, key="reference"),
+        source=file,
+        sha256=hashlib.sha256(raw).hexdigest(),
+        params=params,
+    )
+    _check_coherent(config)
+    return config
+
+
+def default_fair_lending_config_path() -> Path:
+    return Path(str(resources.files("credit") / "data" / "fair-lending-review.yaml"))
+
+
+_DEFAULT: dict[str, FairLendingConfig] = {}
+
+
+def default_fair_lending_config() -> FairLendingConfig:
+    """The parameters the product ships (loaded once)."""
+    if "c" not in _DEFAULT:
+        _DEFAULT["c"] = load_fair_lending_config(default_fair_lending_config_path())
+    return _DEFAULT["c"]
+
+
+# ---------------------------------------------------------------- groups
+
+
+def _age_band(age: int, bands: Sequence[int]) -> str:
+    if age < bands[0]:
+        return f"under {bands[0]}"
+    for low, high in pairwise(bands):
+        if low <= age < high:
+            return f"{low}-{high - 1}"
+    return f"{bands[-1]} and over"
+
+
+def age_band_labels(config: FairLendingConfig) -> tuple[str, ...]:
+    """The age bands' labels, youngest first."""
+    bands = config.age_bands
+    return tuple(_age_band(age, bands) for age in (bands[0] - 1, *bands))
+
+
+def group_sort_key(attribute: str, group: str, config: FairLendingConfig) -> tuple[int, int, str]:
+    """Report order: age bands youngest first, other groups alphabetically, and
+    ``not provided`` last."""
+    if group == NOT_PROVIDED:
+        return 1, 0, group
+    if attribute == "ageBand":
+        labels = age_band_labels(config)
+        return 0, labels.index(group) if group in labels else len(labels), group
+    return 0, 0, group
+
+
+def group_of(attribute: str, monitoring: MonitoringData | None, config: FairLendingConfig) -> str:
+    """The applicant's group for one attribute; ``not provided`` when it is unknown."""
+    if attribute not in ATTRIBUTES:
+        raise ValueError(f"unknown monitoring attribute {attribute!r}")
+    if monitoring is None:
+        return NOT_PROVIDED
+    if attribute == "ageBand":
+        return (
+            NOT_PROVIDED if monitoring.age is None else _age_band(monitoring.age, config.age_bands)
+        )
+    if attribute == "publicAssistanceIncome":
+        value = monitoring.public_assistance_income
+        return NOT_PROVIDED if value is None else ("yes" if value else "no")
+    text: str | None = {
+        "race": monitoring.race,
+        "ethnicity": monitoring.ethnicity,
+        "sex": monitoring.sex,
+        "maritalStatus": monitoring.marital_status,
+    }[attribute]
+    if text is None or not text.strip() or text in config.not_provided:
+        return NOT_PROVIDED
+    return text
+
+
+def read_monitoring(store: Store, case_id: str) -> tuple[MonitoringData | None, str | None]:
+    """The case's monitoring data, and why it could not be read (if it could not)."""
+    raw = store.get_monitoring(case_id)
+    if raw is None:
+        return None, None
+    try:
+        return MonitoringData.model_validate(dict(raw)), None
+    except ValidationError as err:
+        first = err.errors()[0]
+        return None, f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
+
+
+# ---------------------------------------------------------------- the recorded decisions
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedDecision:
+    case_id: str
+    decision: Decision
+
+
+def recorded_decisions(
+    store: Store, cache: dict[str, Decision | None] | None = None
+) -> tuple[list[RecordedDecision], int, int]:
+    """Every recorded decision a person has not rejected, in journal order; and the
+    numbers left out as rejected by a person and as unreadable.
+
+    ``cache`` (by entry hash: an entry never changes) saves parsing each decision again
+    when one reviewer goes through many cases."""
+    rejected = {e.case_id for e in store.entries(kinds=[KIND_REJECTED])}
+    out: list[RecordedDecision] = []
+    unreadable = 0
+    for entry in store.entries(kinds=[DECISION_KIND]):
+        if entry.case_id is None or entry.case_id in rejected:
+            continue
+        if cache is not None and entry.hash in cache:
+            decision = cache[entry.hash]
+        else:
+            try:
+                decision = parse_decision(entry.payload.get("decision"), case_id=entry.case_id)
+            except InputError:
+                decision = None
+            if cache is not None:
+                cache[entry.hash] = decision
+        if decision is None:
+            unreadable += 1
+            continue
+        out.append(RecordedDecision(entry.case_id, decision))
+    return out, len(rejected), unreadable

@@ -1,0 +1,151 @@
+"""The four tools over MCP (the official ``mcp`` SDK, v2: ``MCPServer``).
+
+One server instance serves one case's :class:`~credit.tools.governed.CaseTools`: the
+tools take no case id. It is served in process (:func:`open_session`, an MCP client
+over an in-memory JSON-RPC transport: what the tests and the rules underwriter use)
+and over stdio (``credit mcp --case ID``, :mod:`credit.cli_mcp`). No domain logic
+lives here: each tool calls the governed function and turns a refusal into an MCP
+tool error the model can read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from mcp import Client
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+
+from credit.canonical import loads
+from credit.errors import CreditError
+from credit.tools.governed import TOOL_DESCRIPTIONS, CaseTools
+
+__all__ = ["SERVER_NAME", "ToolOutcome", "ToolSession", "build_server", "open_session"]
+
+SERVER_NAME = "credit"
+INSTRUCTIONS = (
+    "The sandboxed tools of one credit case. The tools are the only ground truth: "
+    "read the application, the credit report and the policy, then record the decision "
+    "exactly once."
+)
+
+
+def _governed(tools: CaseTools, name: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    def run(arguments: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return tools.call(name, arguments)
+        except CreditError as err:
+            raise ToolError(str(err)) from err
+
+    return run
+
+
+def build_server(tools: CaseTools) -> MCPServer:
+    """An MCP server with exactly the four governed tools of one case."""
+    # log_level WARNING: a refused call is an expected outcome, not news for stderr.
+    server: MCPServer = MCPServer(
+        SERVER_NAME, instructions=INSTRUCTIONS, version="1", log_level="WARNING"
+    )
+    read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    commit = ToolAnnotations(
+        read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+    )
+    get_application_call = _governed(tools, "get_application")
+    get_credit_report_call = _governed(tools, "get_credit_report")
+    get_policy_call = _governed(tools, "get_policy")
+    record_decision_call = _governed(tools, "record_decision")
+
+    async def get_application() -> dict[str, Any]:
+        return get_application_call({})
+
+    async def get_credit_report() -> dict[str, Any]:
+        return get_credit_report_call({})
+
+    async def get_policy() -> dict[str, Any]:
+        return get_policy_call({})
+
+    async def record_decision(decision: dict[str, Any]) -> dict[str, Any]:
+        return record_decision_call({"decision": decision})
+
+    for fn, hints in (
+        (get_application, read_only),
+        (get_credit_report, read_only),
+        (get_policy, read_only),
+        (record_decision, commit),
+    ):
+        server.add_tool(
+            fn,
+            name=fn.__name__,
+            description=TOOL_DESCRIPTIONS[fn.__name__],
+            annotations=hints,
+        )
+    return server
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    """One tool call's result as the underwriter receives it."""
+
+    tool: str
+    ok: bool
+    data: Any  # the parsed JSON result (None for an error)
+    text: str  # the text content (the error message for an error)
+
+
+def outcome_of(tool: str, result: CallToolResult) -> ToolOutcome:
+    text = "".join(block.text for block in result.content if isinstance(block, TextContent))
+    if result.is_error:
+        return ToolOutcome(tool, False, None, text)
+    data: Any = result.structured_content
+    if data is None:
+        try:
+            data = loads(text)
+        except ValueError:
+            data = None
+    return ToolOutcome(tool, True, data, text)
+
+
+class ToolSession:
+    """An MCP client session on one case's tools (in process or over stdio)."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    async def tool_names(self) -> list[str]:
+        listed = await self.client.list_tools()
+        return [tool.name for tool in listed.tools]
+
+    async def call(self, name: str, arguments: dict[str, Any] | None = None) -> ToolOutcome:
+        return outcome_of(name, await self.client.call_tool(name, arguments or {}))
+
+
+@asynccontextmanager
+async def open_session(tools: CaseTools | MCPServer) -> AsyncIterator[ToolSession]:
+    """An in-process MCP session on the tools: a real client and server speaking
+    JSON-RPC over in-memory streams."""
+    server = tools if isinstance(tools, MCPServer) else build_server(tools)
+    # mode="legacy": the in-memory JSON-RPC transport with the initialize handshake, so
+    # every call is framed and serialised exactly as it is over stdio.
+    try:
+        async with Client(server, mode="legacy") as client:
+            yield ToolSession(client)
+    except BaseExceptionGroup as group:
+        # The client's task groups wrap what the caller raised inside the session (an
+        # UndecidedCaseError, say); hand it back as it was raised.
+        single = _single(group)
+        if single is None:
+            raise
+        raise single from None
+
+
+def _single(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
+    inner = group.exceptions
+    if len(inner) != 1:
+        return None
+    if isinstance(inner[0], BaseExceptionGroup):
+        return _single(inner[0])
+    return inner[0]

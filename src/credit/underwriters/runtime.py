@@ -1,0 +1,266 @@
+"""The Spark runtime: one governed underwriter turn on one case.
+
+A turn (spec, "Governance seams" and ADR-0001 typed refusal):
+
+1. **Context seam.** The structured context the underwriter is given (the case's
+   application and credit report as the tools will serve them, the policy in force,
+   beside the methodology text) is checked for prohibited-basis fields. A hit violates
+   ``fair_lending.prohibited_basis_reached_underwriter`` and the underwriter is not
+   started (fail-closed).
+2. **The underwriter** runs through the governed tools only (tool-result seam and
+   commit seam, :mod:`credit.governance.governor`). The rules underwriter and the LLM
+   underwriter take the same path and are refused alike.
+3. **Verdict and surface.** The governor's boundary results make the turn's
+   :class:`~credit.governance.refusal.SafetyVerdict`. The response surface is the
+   underwriter's final output, *replaced* by
+   :func:`~credit.governance.refusal.build_refusal_surface` when a runtime-checkable
+   boundary was violated. A boundary reported ``runtime_checkable=False`` never refuses.
+4. **Audit.** The underwriter's own output is journaled unchanged
+   (``underwriter.turn``, with the verdict); a refusal adds ``safety.refusal`` with the
+   boundary ids. :attr:`SparkRuntime.last_refusal_was_typed` keeps whether the last
+   turn was refused (next-turn evidence that no refusal was silently corrected).
+
+The decision a turn records is *held* (``status: "held"``): the Keystone gate reviews
+it after the turn ends.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Protocol, runtime_checkable
+
+import anyio
+
+from credit.canonical import sha256_hex
+from credit.errors import InputError
+from credit.governance.governor import Governor
+from credit.governance.guard import FairLendingGuard, Redaction
+from credit.governance.refusal import SafetyVerdict, build_refusal_surface
+from credit.journal.base import Entry, Store
+from credit.policy import PolicyRegistry
+from credit.tools.governed import TOOL_NAMES, CaseTools
+
+__all__ = [
+    "SAFETY_REFUSAL",
+    "SPARK_METHODOLOGY",
+    "UNDERWRITER_TURN",
+    "SparkRuntime",
+    "TurnContext",
+    "TurnResult",
+    "Underwriter",
+]
+
+UNDERWRITER_TURN: Final = "underwriter.turn"
+SAFETY_REFUSAL: Final = "safety.refusal"
+
+SPARK_METHODOLOGY: Final = """\
+You are Spark, a consumer credit underwriter (auto loans and credit cards).
+
+Methodology
+1. Pull the application, the credit report, and the policy (get_application,
+   get_credit_report, get_policy).
+2. Band the score (prime / near-prime / subprime; unscored if no score was returned).
+3. Assess capacity: the debt-to-income ratio, and for auto the loan-to-value, against
+   the policy maximums.
+4. Decide: decline on a hard policy failure (score below the product minimum, DTI over
+   the cap, auto LTV over the cap); approve within policy at the band's rate or line;
+   counteroffer when approvable only on adjusted terms; refer a thin file, an
+   unresolved dispute, or a within-margin result.
+5. Record the specific credit factors in plain language. For a decline or
+   counteroffer these become the adverse-action reasons, so they must be accurate and
+   file-grounded.
+
+Rules
+- The tools are the only ground truth. You have exactly four: get_application,
+  get_credit_report, get_policy (read) and record_decision (commit).
+- Call record_decision exactly once, with the Decision: product, decision, terms,
+  scoreBand, dtiPct, ltvPct (auto; null for card), policyBasis (the policy rules
+  applied), factors (the credit factors), confidence (0..1).
+- Never consider or cite a prohibited basis (race, color, religion, national origin,
+  sex, marital status, age, receipt of public assistance, the exercise of consumer
+  credit rights) or a proxy for one. You are given no such data; if any reached you,
+  ignore it.
+- After recording, answer with the decision you recorded, as JSON.
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnContext:
+    """What an underwriter is told when its turn starts (the tools hold the data)."""
+
+    case_id: str
+    as_of: str
+    methodology: str
+    turn: str
+
+    def prompt(self) -> str:
+        return (
+            f"Underwrite credit case {self.case_id} (case date {self.as_of}). Use the tools "
+            "to read the application, the credit report and the policy, decide under the "
+            "methodology, and record the decision exactly once."
+        )
+
+
+@runtime_checkable
+class Underwriter(Protocol):
+    """An underwriter: drives the governed tools of one case and returns its output."""
+
+    @property
+    def name(self) -> str: ...
+
+    async def run(self, tools: CaseTools, context: TurnContext) -> str: ...
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    """The outcome of one underwriter turn.
+
+    ``surface`` is what the caller shows: the underwriter's output, or the typed
+    refusal when a runtime-checkable safety boundary was violated.
+    ``audited_surface`` is the underwriter's own output, unchanged (journaled).
+    ``decision_entry`` is the held ``decision.recorded`` entry this turn committed.
+    """
+
+    case_id: str
+    underwriter: str
+    turn: str
+    surface: str
+    audited_surface: str
+    refused: bool
+    verdict: SafetyVerdict
+    started: bool
+    decision_entry: Entry | None
+    redactions: tuple[tuple[str, Redaction], ...] = field(default=())
+
+    @property
+    def violated(self) -> tuple[str, ...]:
+        return self.verdict.violated
+
+
+class SparkRuntime:
+    """Runs governed underwriter turns over one store.
+
+    ``registry`` picks the policy in force on each case date (default: the bundled
+    reference policy); ``guard`` is the fair-lending guard (default: the shipped
+    prohibited-terms data, proxies included).
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        registry: PolicyRegistry | None = None,
+        guard: FairLendingGuard | None = None,
+        methodology: str = SPARK_METHODOLOGY,
+    ) -> None:
+        self.store = store
+        self.registry = registry or PolicyRegistry.bundled()
+        self.guard = guard
+        self.methodology = methodology
+        self.last_refusal_was_typed = False
+
+    def _context_document(self, case_id: str, tools: CaseTools) -> Mapping[str, Any]:
+        document = self.store.get_case(case_id)
+        if document is None:
+            raise InputError("no case with this id has been taken in", case_id=case_id)
+        return {
+            "methodology": self.methodology,
+            "tools": list(TOOL_NAMES),
+            "caseId": case_id,
+            "asOf": document["asOf"],
+            "application": document["application"],
+            "creditReport": document["creditReport"],
+            "policy": tools.policy().to_document(),
+        }
+
+    async def turn(self, case_id: str, underwriter: Underwriter) -> TurnResult:
+        """Run one underwriter turn on a case taken in by intake."""
+        turn = uuid.uuid4().hex
+        governor = Governor(
+            self.store, case_id, underwriter=underwriter.name, guard=self.guard, turn=turn
+        )
+        tools = CaseTools(self.store, case_id, governor, self.registry)
+        context_doc = self._context_document(case_id, tools)
+        context = TurnContext(case_id, str(context_doc["asOf"]), self.methodology, turn)
+        started = governor.check_context(context_doc).upheld
+        audited = ""
+        if started:
+            try:
+                audited = await underwriter.run(tools, context)
+            except Exception as err:
+                self.store.append(
+                    case_id,
+                    UNDERWRITER_TURN,
+                    {
+                        "underwriter": underwriter.name,
+                        "turn": turn,
+                        "started": True,
+                        "error": f"{type(err).__name__}: {err}",
+                        "verdict": _verdict_wire(governor.verdict()),
+                    },
+                )
+                raise
+        verdict = governor.verdict()
+        refusal = build_refusal_surface(verdict)
+        surface = refusal if refusal is not None else audited
+        self.store.append(
+            case_id,
+            UNDERWRITER_TURN,
+            {
+                "underwriter": underwriter.name,
+                "turn": turn,
+                "started": started,
+                "surface": audited,
+                "surfaceSha256": sha256_hex(audited.encode("utf-8")),
+                "refused": refusal is not None,
+                "toolCalls": list(tools.calls),
+                "decisionEntry": governor.committed.seq if governor.committed else None,
+                "verdict": _verdict_wire(verdict),
+            },
+        )
+        if refusal is not None:
+            self.store.append(
+                case_id,
+                SAFETY_REFUSAL,
+                {
+                    "underwriter": underwriter.name,
+                    "turn": turn,
+                    "boundaries": list(verdict.violated),
+                    "surface": refusal,
+                },
+            )
+        self.last_refusal_was_typed = refusal is not None
+        return TurnResult(
+            case_id=case_id,
+            underwriter=underwriter.name,
+            turn=turn,
+            surface=surface,
+            audited_surface=audited,
+            refused=refusal is not None,
+            verdict=verdict,
+            started=started,
+            decision_entry=governor.committed,
+            redactions=tuple(governor.redactions),
+        )
+
+    def run_turn(self, case_id: str, underwriter: Underwriter) -> TurnResult:
+        """:meth:`turn` for synchronous callers (runs its own event loop)."""
+
+        async def main() -> TurnResult:
+            return await self.turn(case_id, underwriter)
+
+        return anyio.run(main)
+
+
+def _verdict_wire(verdict: SafetyVerdict) -> list[dict[str, Any]]:
+    return [
+        {
+            "boundary": r.boundary_id,
+            "runtimeCheckable": r.runtime_checkable,
+            "upheld": r.upheld,
+            "detail": r.detail,
+        }
+        for r in verdict.results
+    ]

@@ -1,0 +1,214 @@
+"""The fair-lending guard: every prohibited basis and synonym is redacted by field name,
+at any depth, under any spelling that normalises to a listed key."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import auto_case
+from credit.fairness_terms import default_prohibited_terms
+from credit.governance.guard import (
+    FairLendingGuard,
+    Redaction,
+    default_guard,
+    find_prohibited_keys,
+    normalise_key,
+    redact,
+)
+from credit.policy import default_policy
+
+TERMS = default_prohibited_terms()
+ENUMERATED_BASES = (
+    "race",
+    "ethnicity",
+    "color",
+    "religion",
+    "nationalOrigin",
+    "sex",
+    "maritalStatus",
+    "age",
+    "publicAssistanceIncome",
+)
+EVERY_KEY = [(entry.name, key) for entry in TERMS.entries for key in entry.keys]
+
+
+def spellings(key: str) -> list[str]:
+    """Spellings of a normalised key that must normalise back to it."""
+    return [
+        key,
+        key.upper(),
+        key.capitalize(),
+        "_".join(key),  # d_o_b
+        "-".join(key).upper(),  # D-O-B
+        f"{key[: len(key) // 2]} {key[len(key) // 2 :].upper()}",
+        f"{key[:1].upper()}{key[1:]}_",
+    ]
+
+
+def nested(key: str, value: Any = "x") -> dict[str, Any]:
+    """``key`` three levels down, inside a list, beside an innocuous field."""
+    return {"outer": {"items": [{"keep": 1}, {"inner": {key: value, "keep": 2}}]}}
+
+
+def test_the_guard_covers_every_enumerated_ecoa_basis_from_the_data_file() -> None:
+    covered = {basis for basis, _ in EVERY_KEY}
+    assert set(ENUMERATED_BASES) <= covered
+    for basis in ENUMERATED_BASES:
+        assert TERMS[basis].keys, f"{basis} lists no field names"
+
+
+@pytest.mark.parametrize(("basis", "key"), EVERY_KEY, ids=[f"{b}-{k}" for b, k in EVERY_KEY])
+def test_every_listed_key_is_redacted_at_depth_inside_a_list_under_every_spelling(
+    basis: str, key: str
+) -> None:
+    for spelling in spellings(key):
+        assert normalise_key(spelling) == key
+        cleaned, found = redact(nested(spelling))
+        assert cleaned == {"outer": {"items": [{"keep": 1}, {"inner": {"keep": 2}}]}}
+        assert found == [
+            Redaction(
+                f"outer.items[1].inner.{spelling}",
+                spelling,
+                basis,
+                TERMS[basis].kind,
+            )
+        ]
+
+
+@pytest.mark.parametrize(
+    ("key", "basis"),
+    [
+        ("Date_Of-Birth", "age"),
+        ("dateOfBirth", "age"),
+        ("DATE_OF_BIRTH", "age"),
+        ("dob", "age"),
+        ("birthDate", "age"),
+        ("gender", "sex"),
+        ("spouse", "maritalStatus"),
+        ("citizenship", "nationalOrigin"),
+        ("Race", "race"),
+        ("ethnicity", "ethnicity"),
+        ("skinColor", "color"),
+        ("religion", "religion"),
+        ("national_origin", "nationalOrigin"),
+        ("marital-status", "maritalStatus"),
+        ("publicAssistanceIncome", "publicAssistanceIncome"),
+        ("food_stamps", "publicAssistanceIncome"),
+    ],
+)
+def test_common_synonyms_are_redacted_with_their_basis(key: str, basis: str) -> None:
+    cleaned, found = redact({"application": {key: "?", "product": "auto"}})
+    assert cleaned == {"application": {"product": "auto"}}
+    assert [(r.path, r.basis) for r in found] == [(f"application.{key}", basis)]
+
+
+def test_a_prohibited_field_is_redacted_in_every_item_of_a_list_with_its_index() -> None:
+    value = {"people": [{"age": 30}, {"name": "n"}, {"AGE": 40}, [{"gender": "f"}]]}
+    cleaned, found = redact(value)
+    assert cleaned == {"people": [{}, {"name": "n"}, {}, [{}]]}
+    assert [r.path for r in found] == ["people[0].age", "people[2].AGE", "people[3][0].gender"]
+
+
+def test_names_that_merely_contain_a_basis_are_kept() -> None:
+    value = {
+        "ageOfOldestAccount": 120,
+        "averageAccountAge": 60,
+        "percentage": "34.0",
+        "mortgage": True,
+        "usage": 1,
+        "Essex": "county",
+        "raceway": "no",
+    }
+    cleaned, found = redact(value)
+    assert cleaned == value
+    assert found == []
+
+
+def test_a_real_case_document_and_the_policy_carry_nothing_to_redact() -> None:
+    case = auto_case()
+    assert find_prohibited_keys(case) == []
+    assert find_prohibited_keys(default_policy().to_document()) == []
+
+
+def test_redaction_never_changes_its_input_and_keeps_tuples_as_tuples() -> None:
+    value = {"a": ({"dob": "1980-01-01", "b": [1, {"sex": "F"}]},), "c": "d"}
+    before = copy.deepcopy(value)
+    cleaned, found = redact(value)
+    assert value == before
+    assert cleaned == {"a": ({"b": [1, {}]},), "c": "d"}
+    assert isinstance(cleaned["a"], tuple)
+    assert len(found) == 2
+
+
+def test_a_prohibited_field_is_removed_with_everything_under_it() -> None:
+    cleaned, found = redact({"monitoringCopy": {"spouse": {"age": 40, "gender": "m"}}})
+    assert cleaned == {"monitoringCopy": {}}
+    assert [r.path for r in found] == ["monitoringCopy.spouse"]
+
+
+def test_the_post_check_finds_what_redaction_removes_and_nothing_after_it() -> None:
+    value = nested("maritalStatus") | {"zip": "00000"}
+    found = find_prohibited_keys(value)
+    assert [(r.path, r.basis, r.kind) for r in found] == [
+        ("outer.items[1].inner.maritalStatus", "maritalStatus", "basis"),
+        ("zip", "zipCode", "proxy"),
+    ]
+    cleaned, _ = redact(value)
+    assert find_prohibited_keys(cleaned) == []
+
+
+def test_proxies_are_redacted_by_default_and_kept_when_the_guard_is_told_to() -> None:
+    value = {"zipCode": "00000", "surname": "S", "dob": "x"}
+    assert redact(value).value == {}
+    basis_only = FairLendingGuard(include_proxies=False)
+    assert basis_only.redact(value).value == {"zipCode": "00000", "surname": "S"}
+
+
+def test_extract_hands_back_each_removed_value_for_the_vault() -> None:
+    cleaned, pairs = default_guard().extract({"a": {"DOB": "1980-01-01"}, "b": 1})
+    assert cleaned == {"a": {}, "b": 1}
+    assert [(r.path, v) for r, v in pairs] == [("a.DOB", "1980-01-01")]
+
+
+def test_a_redaction_has_a_wire_form_without_the_value() -> None:
+    (found,) = redact({"dob": "1980-01-01"}).redactions
+    assert found.to_wire() == {"path": "dob", "key": "dob", "basis": "age", "kind": "basis"}
+
+
+# ------------------------------------------------------------------ property
+
+PROHIBITED_SPELLINGS = sorted({s for _, key in EVERY_KEY for s in spellings(key)})
+INNOCUOUS = ["product", "score", "items", "name", "value", "ageOfAccounts", "x_y", "Percent"]
+# Free-text keys leave out the path punctuation, so a path names one field only.
+free_keys = st.text(alphabet=st.characters(exclude_characters=".[]"), max_size=12)
+keys = st.one_of(st.sampled_from(PROHIBITED_SPELLINGS), st.sampled_from(INNOCUOUS), free_keys)
+leaves = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=8))
+json_values = st.recursive(
+    leaves,
+    lambda children: st.one_of(
+        st.lists(children, max_size=4), st.dictionaries(keys, children, max_size=5)
+    ),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values)
+def test_no_redacted_value_ever_keeps_a_prohibited_key_and_every_removal_is_listed(
+    value: Any,
+) -> None:
+    cleaned, found = redact(value)
+    assert find_prohibited_keys(cleaned) == []
+    # What was removed is exactly the outermost prohibited fields of the input.
+    everything = [r.path for r in find_prohibited_keys(value)]
+    outermost = [
+        p
+        for p in everything
+        if not any(p.startswith(q + ".") or p.startswith(q + "[") for q in everything if q != p)
+    ]
+    assert sorted(r.path for r in found) == sorted(outermost)

@@ -1,0 +1,243 @@
+"""The Keystone gate: every recorded decision is held until Equipoise and Backstop both
+pass, or a person releases or rejects it; the gate's state comes from the journal."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import auto_case, card_case, decide
+from credit.errors import CaseNotHeldError, GovernanceError
+from credit.governance.findings import KIND_EQUIPOISE, Review
+from credit.governance.keystone import GATE, Keystone
+from credit.journal import InMemoryStore
+from governance_support import kinds, monitoring, record
+
+
+@pytest.fixture
+def store() -> InMemoryStore:
+    return InMemoryStore()
+
+
+def test_a_recorded_decision_is_held_awaiting_review_before_the_gate_runs(
+    store: InMemoryStore,
+) -> None:
+    record(store, auto_case(case_id="K1"), monitor=monitoring())
+    keystone = Keystone(store)
+    status = keystone.status("K1")
+    assert status.state == "awaiting-review"
+    assert status.held
+    assert [s.case_id for s in keystone.held_cases()] == ["K1"]
+    assert status.decision == "approve" and status.underwriter == "rules"
+
+
+def test_a_clean_rules_decision_is_released_by_the_gate_when_both_reviews_pass(
+    store: InMemoryStore,
+) -> None:
+    record(store, auto_case(case_id="K1"), monitor=monitoring())
+    status = Keystone(store).review("K1")
+    assert status.state == "released"
+    assert status.decided_by == GATE
+    assert status.passed is True
+    assert kinds(store, "K1") == [
+        "decision.recorded",
+        "review.equipoise",
+        "review.backstop",
+        "keystone.released",
+    ]
+    released = store.entries("K1", kinds=["keystone.released"])[0]
+    assert released.payload["by"] == "keystone"
+    assert released.payload["reviews"] == {"backstop": True, "equipoise": True}
+    assert Keystone(store).held_cases() == []
+
+
+def test_a_tampered_decision_is_held_with_the_backstop_disagreement_for_a_person(
+    store: InMemoryStore,
+) -> None:
+    record(store, auto_case(case_id="K2", score=560), changes={"decision": "refer"})
+    status = Keystone(store).review("K2")
+    assert status.state == "held"
+    assert status.reviews["equipoise"].passed
+    assert not status.reviews["backstop"].passed
+    codes = [f.code for f in status.holding_findings]
+    assert codes == ["backstop.disagreement"]
+    assert status.holding_findings[0].detail["field"] == "decision"
+    held = store.entries("K2", kinds=["keystone.held"])[0]
+    assert [f["code"] for f in held.payload["findings"]] == codes
+    assert [s.case_id for s in Keystone(store).held_cases()] == ["K2"]
+
+
+def test_a_decision_citing_a_prohibited_basis_is_held_by_equipoise_alone(
+    store: InMemoryStore,
+) -> None:
+    case = card_case(case_id="K3")
+    basis = [*decide(case).decision.policy_basis, "applicant zip code 94110 reviewed"]
+    record(store, case, monitor=monitoring(), changes={"policyBasis": basis})
+    status = Keystone(store).review("K3")
+    assert status.state == "held"
+    assert status.reviews["backstop"].passed
+    assert not status.reviews["equipoise"].passed
+    assert [f.code for f in status.holding_findings] == ["equipoise.prohibited_basis_cited"]
+
+
+def test_reviewing_a_case_already_reviewed_journals_nothing_more(store: InMemoryStore) -> None:
+    record(store, auto_case(case_id="K1"), monitor=monitoring())
+    record(store, auto_case(case_id="K2", score=560), changes={"decision": "refer"})
+    keystone = Keystone(store)
+    first = [keystone.review("K1"), keystone.review("K2")]
+    count = len(store.entries())
+    again = [keystone.review("K1"), Keystone(store).review("K2")]
+    assert len(store.entries()) == count
+    assert [s.state for s in again] == [s.state for s in first] == ["released", "held"]
+
+
+def test_a_review_interrupted_after_equipoise_is_completed_without_running_it_twice(
+    store: InMemoryStore,
+) -> None:
+    record(store, auto_case(case_id="K1"), monitor=monitoring())
+    keystone = Keystone(store)
+    store.append("K1", KIND_EQUIPOISE, keystone.equipoise.review("K1").to_payload())
+    assert keystone.status("K1").state == "awaiting-review"
+    status = keystone.review("K1")
+    assert status.state == "released"
+    assert kinds(store, "K1").count("review.equipoise") == 1
+    assert kinds(store, "K1").count("review.backstop") == 1
+
+
+def test_a_persons_release_journals_who_and_why_and_the_case_leaves_the_held_list(
+    store: InMemoryStore,
+) -> None:
+    record(store, auto_case(case_id="K2", score=560), changes={"decision": "refer"})
+    keystone = Keystone(store)
+    keystone.review("K2")
+    entry = keystone.release("K2", "Dana Reviewer", "  referral is appropriate; file checked ")
+    assert entry.kind == "keystone.released"
+    assert entry.payload["by"] == "Dana Reviewer"
+    assert entry.payload["reason"] == "referral is appropriate; file checked"
+    assert [f["code"] for f in entry.payload["findings"]] == ["backstop.disagreement"]
+    status = keystone.status("K2")
+    assert (status.state, status.decided_by) == ("released", "Dana Reviewer")
+    assert keystone.held_cases() == []
+
+
+def test_a_second_release_of_the_same_case_is_refused_naming_the_case(
+    store: InMemoryStore,
+) -> None:
+    record(store, auto_case(case_id="K2", score=560), changes={"decision": "refer"})
+    keystone = Keystone(store)
+    keystone.review("K2")
+    keystone.release("K2", "Dana", "checked")
+    count = len(store.entries())
+    with pytest.raises(CaseNotHeldError) as caught:
+        keystone.release("K2", "Lee", "again")
+    assert caught.value.case_id == "K2"
+    assert caught.value.state == "released"
+    assert str(caught.value) == (
+        "case K2, keystone: cannot release: case K2 is not held, it was already released "
+        f"by Dana (entry {count})"
+    )
+    assert len(store.entries()) == count
+
+
+def test_a_persons_reject_journals_who_and_why_and_a_later_release_is_refused(
+    store: InMemoryStore,
+) -> None:
+    record(store, auto_case(case_id="K2", score=560), changes={"decision": "approve"})
+    keystone = Keystone(store)
+    keystone.review("K2")
+    entry = keystone.reject("K2", "Dana", "the file supports a decline, not an approval")
+    assert (entry.kind, entry.payload["by"]) == ("keystone.rejected", "Dana")
+    assert keystone.status("K2").state == "rejected"
+    with pytest.raises(CaseNotHeldError, match="already rejected by Dana") as caught:
+        keystone.release("K2", "Lee", "override")
+    assert caught.value.state == "rejected"
+    with pytest.raises(CaseNotHeldError):
+        keystone.reject("K2", "Lee", "twice")
+
+
+def test_a_case_the_gate_released_cannot_be_released_or_rejected_by_a_person(
+    store: InMemoryStore,
+) -> None:
+    record(store, auto_case(case_id="K1"), monitor=monitoring())
+    keystone = Keystone(store)
+    keystone.review("K1")
+    with pytest.raises(CaseNotHeldError, match="already released by the Keystone gate"):
+        keystone.reject("K1", "Dana", "late")
+
+
+def test_a_case_with_no_recorded_decision_cannot_be_reviewed_released_or_rejected(
+    store: InMemoryStore,
+) -> None:
+    keystone = Keystone(store)
+    assert keystone.status("NOPE").state == "not-recorded"
+    with pytest.raises(GovernanceError, match="case NOPE, keystone: no decision is recorded"):
+        keystone.review("NOPE")
+    with pytest.raises(CaseNotHeldError, match="no decision is recorded for case NOPE") as caught:
+        keystone.release("NOPE", "Dana", "why not")
+    assert caught.value.state == "not-recorded"
+
+
+def test_a_release_before_the_reviews_ran_is_refused_but_a_reject_is_allowed(
+    store: InMemoryStore,
+) -> None:
+    record(store, auto_case(case_id="K1"), monitor=monitoring())
+    record(store, auto_case(case_id="K9"), monitor=monitoring())
+    keystone = Keystone(store)
+    with pytest.raises(GovernanceError, match="have not reviewed it yet") as caught:
+        keystone.release("K1", "Dana", "looks fine")
+    assert not isinstance(caught.value, CaseNotHeldError)
+    assert keystone.reject("K9", "Dana", "withdrawn by the applicant").kind == "keystone.rejected"
+
+
+@pytest.mark.parametrize(("by", "reason"), [("", "a reason"), ("  ", "a reason"), ("Dana", " ")])
+def test_a_persons_decision_must_name_the_person_and_give_a_reason(
+    store: InMemoryStore, by: str, reason: str
+) -> None:
+    record(store, auto_case(case_id="K1"), monitor=monitoring())
+    with pytest.raises(GovernanceError, match=r"must (name the person|give a reason)"):
+        Keystone(store).reject("K1", by, reason)
+
+
+def test_the_gate_state_is_derived_from_the_journal_alone(store: InMemoryStore) -> None:
+    record(store, auto_case(case_id="K1"), monitor=monitoring())
+    record(store, auto_case(case_id="K2", score=560), changes={"decision": "refer"})
+    record(store, card_case(case_id="K3"), monitor=monitoring())
+    first = Keystone(store)
+    first.review("K1")
+    first.review("K2")
+    fresh = Keystone(store)
+    assert [(s.case_id, s.state) for s in fresh.held_cases()] == [
+        ("K2", "held"),
+        ("K3", "awaiting-review"),
+    ]
+    reviews = fresh.status("K2").reviews
+    assert set(reviews) == {"equipoise", "backstop"}
+    assert all(isinstance(r, Review) for r in reviews.values())
+
+
+def test_comparative_findings_are_recorded_but_do_not_hold_the_decision(
+    store: InMemoryStore,
+) -> None:
+    record(store, auto_case(case_id="A", score=650), monitor=monitoring(race="White"))
+    record(store, auto_case(case_id="B", score=590), monitor=monitoring(race="Asian"))
+    status = Keystone(store).review("B")
+    assert status.state == "released"
+    assert [f.code for f in status.findings] == ["equipoise.comparative_disparity"]
+    assert status.holding_findings == ()
+
+
+def test_reviewing_every_pending_case_at_once_matches_reviewing_them_one_by_one() -> None:
+    def build() -> InMemoryStore:
+        store = InMemoryStore()
+        record(store, auto_case(case_id="A", score=650), monitor=monitoring(race="White"))
+        record(store, auto_case(case_id="B", score=590), monitor=monitoring(race="Asian"))
+        record(store, auto_case(case_id="C", score=560), changes={"decision": "refer"})
+        return store
+
+    one_by_one = build()
+    keystone = Keystone(one_by_one)
+    singles = [keystone.review(c) for c in ("A", "B", "C")]
+    batch = Keystone(build()).review_pending()
+    assert [(s.case_id, s.state, s.findings) for s in batch] == [
+        (s.case_id, s.state, s.findings) for s in singles
+    ]
+    assert Keystone(one_by_one).review_pending() == []

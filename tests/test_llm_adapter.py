@@ -1,0 +1,382 @@
+"""The LLM underwriter on the Claude Agent SDK: the sandbox it builds (options field by
+field, and the CLI flags they become), the in-process tools and the PostToolUse guard
+layer; driven end to end by a scripted model in place of the SDK's query loop (there is
+no network here) and graded by the same evals as the rules underwriter."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import anyio
+import pytest
+
+pytest.importorskip("claude_agent_sdk")
+
+from claude_agent_sdk import (
+    AssistantMessage,
+    ClaudeAgentOptions,
+    ResultMessage,
+    TextBlock,
+)
+from claude_agent_sdk._internal.transport.subprocess_cli import (
+    SubprocessCLITransport,
+)
+from mcp import Client
+
+from conftest import auto_case, card_case
+from credit.canonical import dumps, loads
+from credit.errors import MissingExtraError, UnderwriterError
+from credit.evals import boundary_points, grade_boundary, grade_fairness
+from credit.evals.boundary import Unbuildable
+from credit.governance.governor import GUARD_REDACTED, Governor
+from credit.governance.onramp import intake
+from credit.governance.refusal import (
+    BOUNDARY_DECISION_CITES_PROHIBITED_BASIS,
+    BOUNDARY_SECOND_RECORD_DECISION,
+    TYPED_REFUSAL_PREFIX,
+)
+from credit.journal import InMemoryStore
+from credit.models import Application, CreditReport, parse_decision
+from credit.policy import PolicyRegistry, default_policy
+from credit.tools import TOOL_NAMES, CaseTools, jsonable
+from credit.underwriters import (
+    SPARK_METHODOLOGY,
+    UNDERWRITER_TURN,
+    RulesUnderwriter,
+    SparkRuntime,
+    TurnContext,
+)
+from credit.underwriters.claude import (
+    ALLOWED_TOOLS,
+    BUILTIN_TOOLS,
+    ClaudeUnderwriter,
+    mcp_tool_name,
+)
+from credit.underwriting import underwrite
+
+POLICY = default_policy()
+REGISTRY = PolicyRegistry([POLICY])
+
+
+# ------------------------------------------------------------------ the scripted model
+
+
+class ModelTools:
+    """What the scripted model can do: call a tool the way Claude Code would (only an
+    allowed tool, through the in-process server, PostToolUse hooks run on the result)."""
+
+    def __init__(self, client: Client, options: ClaudeAgentOptions, calls: list[str]) -> None:
+        self.client = client
+        self.options = options
+        self.calls = calls
+
+    async def call(self, tool: str, arguments: dict[str, Any] | None = None) -> tuple[bool, Any]:
+        full = mcp_tool_name(tool)
+        if full not in self.options.allowed_tools:
+            raise AssertionError(f"{full} is not an allowed tool")
+        self.calls.append(tool)
+        result = await self.client.call_tool(tool, arguments or {})
+        response: Any = [{"type": "text", "text": b.text} for b in result.content]
+        for matcher in (self.options.hooks or {}).get("PostToolUse", []):
+            if matcher.matcher is None or re.fullmatch(matcher.matcher, full):
+                for hook in matcher.hooks:
+                    hook_input: Any = {
+                        "hook_event_name": "PostToolUse",
+                        "session_id": "scripted",
+                        "transcript_path": "",
+                        "cwd": "",
+                        "tool_name": full,
+                        "tool_input": arguments or {},
+                        "tool_response": response,
+                        "tool_use_id": f"tu-{len(self.calls)}",
+                    }
+                    out: Any = await hook(hook_input, f"tu-{len(self.calls)}", {"signal": None})
+                    specific = out.get("hookSpecificOutput", {})
+                    if "updatedToolOutput" in specific:
+                        response = specific["updatedToolOutput"]
+        text = "".join(block["text"] for block in response)
+        return (not result.is_error), (text if result.is_error else loads(text))
+
+
+Script = Callable[[ModelTools], Awaitable[str]]
+
+
+class ScriptedModel:
+    """Stands in for ``claude_agent_sdk.query``: connects to the in-process MCP server the
+    options name and follows a script; yields the SDK's own message types."""
+
+    def __init__(self, script: Script, *, is_error: bool = False) -> None:
+        self.script = script
+        self.is_error = is_error
+        self.options: ClaudeAgentOptions | None = None
+        self.prompt: str | None = None
+        self.calls: list[str] = []
+
+    def __call__(self, *, prompt: str, options: ClaudeAgentOptions) -> AsyncIterator[Any]:
+        return self._run(prompt, options)
+
+    async def _run(self, prompt: str, options: ClaudeAgentOptions) -> AsyncIterator[Any]:
+        self.options, self.prompt = options, prompt
+        servers: Any = options.mcp_servers
+        async with Client(servers["credit"]["instance"]) as client:
+            final = await self.script(ModelTools(client, options, self.calls))
+        yield AssistantMessage(content=[TextBlock(text=final)], model="scripted")
+        yield ResultMessage(
+            subtype="error_during_execution" if self.is_error else "success",
+            duration_ms=1,
+            duration_api_ms=1,
+            is_error=self.is_error,
+            num_turns=len(self.calls),
+            session_id="scripted",
+            result=final,
+        )
+
+
+async def read_and_decide(model: ModelTools) -> dict[str, Any]:
+    """A faithful model: reads the three tools and applies the methodology to them."""
+    _, app = await model.call("get_application")
+    _, report = await model.call("get_credit_report")
+    _, policy = await model.call("get_policy")
+    assert policy["sha256"] == POLICY.sha256
+    result = underwrite(
+        Application.model_validate(app["application"]),
+        CreditReport.model_validate(report["creditReport"]),
+        POLICY,
+        case_id=app["caseId"],
+        as_of=dt.date.fromisoformat(app["asOf"]),
+    )
+    wire: dict[str, Any] = jsonable(result.decision.to_wire())
+    return wire
+
+
+async def faithful(model: ModelTools) -> str:
+    wire = await read_and_decide(model)
+    ok, _ = await model.call("record_decision", {"decision": wire})
+    return dumps(wire) if ok else "the record was refused"
+
+
+def citing(factor: str) -> Script:
+    async def script(model: ModelTools) -> str:
+        wire = await read_and_decide(model)
+        wire["factors"] = [*wire["factors"], factor]
+        await model.call("record_decision", {"decision": wire})
+        return dumps(wire)
+
+    return script
+
+
+async def twice(model: ModelTools) -> str:
+    wire = await read_and_decide(model)
+    await model.call("record_decision", {"decision": wire})
+    await model.call("record_decision", {"decision": wire})
+    return dumps(wire)
+
+
+def setup_case(case: dict[str, Any]) -> tuple[InMemoryStore, CaseTools, TurnContext]:
+    store = InMemoryStore()
+    intake(case, store)
+    governor = Governor(store, case["caseId"], underwriter="claude")
+    tools = CaseTools(store, case["caseId"], governor, REGISTRY)
+    return store, tools, TurnContext(case["caseId"], case["asOf"], SPARK_METHODOLOGY, "t-1")
+
+
+# ------------------------------------------------------------------ the sandbox
+
+
+def test_the_options_are_the_sandbox_of_the_spec_field_by_field() -> None:
+    _, tools, context = setup_case(auto_case(case_id="C-OPT"))
+    options = ClaudeUnderwriter(model="claude-test", max_turns=9).build_options(tools, context)
+
+    assert options.tools == []
+    assert options.allowed_tools == [
+        "mcp__credit__get_application",
+        "mcp__credit__get_credit_report",
+        "mcp__credit__get_policy",
+        "mcp__credit__record_decision",
+    ]
+    assert list(ALLOWED_TOOLS) == options.allowed_tools
+    assert options.disallowed_tools == list(BUILTIN_TOOLS)
+    for builtin in ("Bash", "Read", "Write", "Edit", "WebFetch", "WebSearch", "Task", "Glob"):
+        assert builtin in options.disallowed_tools
+    assert options.setting_sources == []
+    assert options.permission_mode == "bypassPermissions"
+    assert options.strict_mcp_config is True
+    servers: Any = options.mcp_servers
+    assert list(servers) == ["credit"]
+    assert servers["credit"]["type"] == "sdk"
+    assert servers["credit"]["name"] == "credit"
+    assert options.system_prompt == SPARK_METHODOLOGY
+    assert options.model == "claude-test"
+    assert options.max_turns == 9
+    assert options.can_use_tool is None
+    assert options.plugins == []
+    assert options.agents is None
+    assert options.skills is None
+    hooks = options.hooks or {}
+    assert list(hooks) == ["PostToolUse"]
+    (matcher,) = hooks["PostToolUse"]
+    assert matcher.matcher is not None
+    for name in ALLOWED_TOOLS:
+        assert re.fullmatch(matcher.matcher, name)
+    assert not re.fullmatch(matcher.matcher, "Bash")
+    assert len(matcher.hooks) == 1
+
+
+def test_the_options_become_the_cli_flags_that_disable_everything_but_the_four_tools() -> None:
+    _, tools, context = setup_case(card_case(case_id="C-FLAGS"))
+    options = ClaudeUnderwriter().build_options(tools, context)
+    options.cli_path = "/nonexistent/claude"
+    command = SubprocessCLITransport("prompt", options)._build_command()
+
+    def value(flag: str) -> str:
+        return command[command.index(flag) + 1]
+
+    assert value("--tools") == ""
+    assert value("--allowedTools") == ",".join(ALLOWED_TOOLS)
+    assert value("--permission-mode") == "bypassPermissions"
+    assert "--setting-sources=" in command
+    assert "--strict-mcp-config" in command
+    assert set(value("--disallowedTools").split(",")) == set(BUILTIN_TOOLS)
+    assert loads(value("--mcp-config")) == {
+        "mcpServers": {"credit": {"type": "sdk", "name": "credit"}}
+    }
+
+
+def test_the_in_process_server_lists_exactly_the_four_tools_and_takes_no_case_id() -> None:
+    _, tools, _ = setup_case(auto_case(case_id="C-SDK"))
+    server: Any = ClaudeUnderwriter().mcp_server(tools)
+
+    async def main() -> tuple[list[str], Any]:
+        async with Client(server["instance"]) as client:
+            listed = await client.list_tools()
+            other = await client.call_tool("get_application", {"caseId": "C-OTHER"})
+            return [t.name for t in listed.tools], other
+
+    names, other = anyio.run(main)
+    assert names == list(TOOL_NAMES)
+    assert other.is_error
+
+
+# ------------------------------------------------------------------ end to end
+
+
+def test_the_llm_underwriter_passes_the_same_evals_as_the_rules_underwriter() -> None:
+    store = InMemoryStore()
+    runtime = SparkRuntime(store, registry=REGISTRY)
+    points = [p for p in boundary_points(POLICY) if not isinstance(p, Unbuildable)]
+    assert len(points) >= 40
+    for point in points:
+        intake(point.case.model_dump(mode="json", by_alias=True), store)
+        model = ScriptedModel(faithful)
+        result = runtime.run_turn(point.case.case_id, ClaudeUnderwriter(query=model))
+        assert not result.refused, result.verdict
+        assert result.decision_entry is not None
+        decision = parse_decision(result.decision_entry.payload["decision"])
+        assert grade_boundary(point, decision, POLICY).passed, point.name
+        assert grade_fairness(decision).passed
+        assert result.decision_entry.payload["underwriter"] == "claude"
+        assert result.decision_entry.payload["status"] == "held"
+        assert model.calls == list(TOOL_NAMES)
+    assert store.verify().ok
+
+
+def test_the_model_is_prompted_with_its_case_and_the_methodology_as_system_prompt() -> None:
+    store, _, _ = setup_case(card_case(case_id="C-PROMPT"))
+    model = ScriptedModel(faithful)
+    result = SparkRuntime(store, registry=REGISTRY).run_turn(
+        "C-PROMPT", ClaudeUnderwriter(query=model)
+    )
+    assert model.prompt is not None and "C-PROMPT" in model.prompt
+    assert model.options is not None and model.options.system_prompt == SPARK_METHODOLOGY
+    assert loads(result.surface)["decision"] in ("approve", "decline", "counteroffer", "refer")
+    (turn,) = store.entries("C-PROMPT", kinds=[UNDERWRITER_TURN])
+    assert turn.payload["surface"] == result.audited_surface
+
+
+def test_a_model_citing_age_is_refused_exactly_like_the_rules_path() -> None:
+    store, _, _ = setup_case(auto_case(case_id="C-LLM-AGE"))
+    runtime = SparkRuntime(store, registry=REGISTRY)
+
+    result = runtime.run_turn("C-LLM-AGE", ClaudeUnderwriter(query=ScriptedModel(citing("age"))))
+
+    assert result.refused
+    assert result.surface == TYPED_REFUSAL_PREFIX + BOUNDARY_DECISION_CITES_PROHIBITED_BASIS
+    assert store.decision_entry("C-LLM-AGE") is None
+    assert runtime.last_refusal_was_typed
+    assert "age" in loads(result.audited_surface)["factors"]
+
+
+def test_a_model_recording_twice_gets_the_same_refusal_as_the_rules_underwriter() -> None:
+    store = InMemoryStore()
+    for case_id in ("C-R", "C-M"):
+        intake(auto_case(case_id=case_id), store)
+    runtime = SparkRuntime(store, registry=REGISTRY)
+    runtime.run_turn("C-R", RulesUnderwriter(REGISTRY))
+    rules_again = runtime.run_turn("C-R", RulesUnderwriter(REGISTRY))
+    model = runtime.run_turn("C-M", ClaudeUnderwriter(query=ScriptedModel(twice)))
+    assert model.surface == rules_again.surface
+    assert model.surface == TYPED_REFUSAL_PREFIX + BOUNDARY_SECOND_RECORD_DECISION
+    # Each audit keeps its own underwriter's words: the same decision, as each wrote it.
+    assert parse_decision(loads(model.audited_surface)) == parse_decision(
+        loads(rules_again.audited_surface)
+    )
+
+
+def test_the_post_tool_use_hook_strips_what_reaches_it_and_journals_the_layer() -> None:
+    store, tools, context = setup_case(auto_case(case_id="C-HOOK"))
+    options = ClaudeUnderwriter().build_options(tools, context)
+    (hook,) = (options.hooks or {})["PostToolUse"][0].hooks
+    response = [{"type": "text", "text": '{"application": {"product": "auto", "DOB": "1961"}}'}]
+    hook_input: Any = {
+        "hook_event_name": "PostToolUse",
+        "session_id": "s",
+        "transcript_path": "",
+        "cwd": "",
+        "tool_name": "mcp__credit__get_application",
+        "tool_input": {},
+        "tool_response": response,
+        "tool_use_id": "tu-1",
+    }
+
+    out: Any = anyio.run(hook, hook_input, "tu-1", {"signal": None})
+
+    assert out == {
+        "hookSpecificOutput": {
+            "hookEventName": "PostToolUse",
+            "updatedToolOutput": [{"type": "text", "text": '{"application":{"product":"auto"}}'}],
+        }
+    }
+    (entry,) = store.entries("C-HOOK", kinds=[GUARD_REDACTED])
+    assert entry.payload["layer"] == "hook"
+    assert entry.payload["tool"] == "get_application"
+    assert entry.payload["basis"] == "age"
+    clean: Any = {**hook_input, "tool_response": [{"type": "text", "text": "{}"}]}
+    assert anyio.run(hook, clean, "tu-2", {"signal": None}) == {}
+    other: Any = {"hook_event_name": "Stop", "session_id": "s"}
+    assert anyio.run(hook, other, None, {"signal": None}) == {}
+
+
+def test_a_session_that_ends_in_error_is_an_underwriter_error_and_is_journaled() -> None:
+    store, _, _ = setup_case(auto_case(case_id="C-ERR"))
+    underwriter = ClaudeUnderwriter(query=ScriptedModel(faithful, is_error=True))
+    with pytest.raises(UnderwriterError) as caught:
+        SparkRuntime(store, registry=REGISTRY).run_turn("C-ERR", underwriter)
+    assert caught.value.case_id == "C-ERR" and caught.value.underwriter == "claude"
+    (turn,) = store.entries("C-ERR", kinds=[UNDERWRITER_TURN])
+    assert "error_during_execution" in turn.payload["error"]
+
+
+def test_without_the_llm_extra_the_adapter_says_which_extra_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _, tools, context = setup_case(auto_case(case_id="C-NOSDK"))
+    monkeypatch.setitem(sys.modules, "claude_agent_sdk", None)
+    with pytest.raises(MissingExtraError) as caught:
+        ClaudeUnderwriter().build_options(tools, context)
+    assert caught.value.extra == "llm"
+    assert caught.value.package == "claude-agent-sdk"
+    assert "pip install 'credit[llm]'" in str(caught.value)

@@ -1,0 +1,307 @@
+"""The sandboxed tools over MCP: exactly four, bound to one case, every result guarded,
+the commit exactly once; in process and over stdio (``credit mcp``)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from conftest import auto_case, card_case
+from credit.canonical import dumps
+from credit.governance.governor import GUARD_REDACTED, Governor
+from credit.governance.guard import find_prohibited_keys
+from credit.governance.onramp import intake
+from credit.governance.refusal import BOUNDARY_SECOND_RECORD_DECISION
+from credit.journal import InMemoryStore, Store, open_store
+from credit.models import parse_case
+from credit.policy import default_policy
+from credit.tools import TOOL_NAMES, CaseTools, ToolSession, build_server, jsonable, open_session
+from credit.underwriting import decide_case
+
+CREDIT = Path(sys.executable).with_name("credit")
+
+
+def tools_for(store: Store, case_id: str, underwriter: str = "test") -> CaseTools:
+    return CaseTools(store, case_id, Governor(store, case_id, underwriter=underwriter))
+
+
+def taken_in(*cases: dict[str, Any]) -> InMemoryStore:
+    store = InMemoryStore()
+    for case in cases:
+        intake(case, store)
+    return store
+
+
+def in_session(tools: CaseTools, script: Any) -> Any:
+    async def main() -> Any:
+        async with open_session(tools) as session:
+            return await script(session)
+
+    return anyio.run(main)
+
+
+def decision_wire(case: dict[str, Any]) -> dict[str, Any]:
+    wire: dict[str, Any] = jsonable(
+        decide_case(parse_case(case), default_policy()).decision.to_wire()
+    )
+    return wire
+
+
+def test_the_server_lists_exactly_the_four_tools_with_their_descriptions() -> None:
+    store = taken_in(auto_case(case_id="C-1"))
+
+    async def script(session: ToolSession) -> Any:
+        return await session.client.list_tools()
+
+    listed = in_session(tools_for(store, "C-1"), script)
+    assert [t.name for t in listed.tools] == list(TOOL_NAMES)
+    by_name = {t.name: t for t in listed.tools}
+    for name in ("get_application", "get_credit_report", "get_policy"):
+        assert by_name[name].annotations.read_only_hint is True
+        assert by_name[name].input_schema.get("properties") == {}
+    assert by_name["record_decision"].annotations.read_only_hint is False
+    assert by_name["record_decision"].input_schema["required"] == ["decision"]
+    assert "exactly once" in (by_name["record_decision"].description or "")
+
+
+def test_the_read_tools_serve_the_case_taken_in_and_nothing_of_its_monitoring() -> None:
+    raw = {**card_case(case_id="C-READ"), "monitoring": {"sex": "Female", "age": 50}}
+    store = taken_in(raw)
+
+    async def script(session: ToolSession) -> list[Any]:
+        return [await session.call(name) for name in TOOL_NAMES[:3]]
+
+    app, report, policy = in_session(tools_for(store, "C-READ"), script)
+    assert app.ok and report.ok and policy.ok
+    assert app.data["caseId"] == "C-READ"
+    assert app.data["asOf"] == raw["asOf"]
+    assert app.data["application"]["requestedLine"] == raw["application"]["requestedLine"]
+    assert report.data["creditReport"]["score"] == raw["creditReport"]["score"]
+    assert "Female" not in app.text + report.text + policy.text
+    assert policy.data == jsonable(default_policy().to_document())
+
+
+def test_money_and_percentages_arrive_as_exact_decimal_strings() -> None:
+    store = taken_in(auto_case(case_id="C-EXACT"))
+
+    async def script(session: ToolSession) -> list[Any]:
+        return [await session.call("get_credit_report"), await session.call("get_policy")]
+
+    report, policy = in_session(tools_for(store, "C-EXACT"), script)
+    assert report.data["creditReport"]["utilisationPct"] == "34.0"
+    cap = policy.data["parameters"]["products.auto.maxDtiPct"]["value"]
+    assert Decimal(cap) == default_policy()["products.auto.maxDtiPct"].value
+
+
+def test_a_server_is_bound_to_one_case_and_never_serves_another() -> None:
+    store = taken_in(auto_case(case_id="C-MINE"), card_case(case_id="C-OTHER"))
+
+    async def script(session: ToolSession) -> Any:
+        return await session.call("get_application", {"caseId": "C-OTHER"})
+
+    result = in_session(tools_for(store, "C-MINE"), script)
+    assert result.data["caseId"] == "C-MINE"
+    assert "C-OTHER" not in result.text
+
+
+def test_a_tool_that_does_not_exist_cannot_be_called() -> None:
+    store = taken_in(auto_case(case_id="C-1"))
+
+    async def script(session: ToolSession) -> Any:
+        return await session.call("get_monitoring")
+
+    result = in_session(tools_for(store, "C-1"), script)
+    assert not result.ok
+    assert "get_monitoring" in result.text
+    with pytest.raises(ValueError, match="there is no tool 'get_monitoring'"):
+        tools_for(store, "C-1").call("get_monitoring")
+
+
+def test_a_case_never_taken_in_is_an_error_not_an_empty_result() -> None:
+    async def script(session: ToolSession) -> Any:
+        return await session.call("get_application")
+
+    result = in_session(tools_for(InMemoryStore(), "C-NONE"), script)
+    assert not result.ok
+    assert "no case with this id has been taken in" in result.text
+
+
+def test_record_decision_twice_fails_the_second_time_and_changes_nothing() -> None:
+    case = auto_case(case_id="C-TWICE")
+    store = taken_in(case)
+    tools = tools_for(store, "C-TWICE", underwriter="rules")
+    wire = decision_wire(case)
+    state: dict[str, Any] = {}
+
+    async def script(session: ToolSession) -> Any:
+        first = await session.call("record_decision", {"decision": wire})
+        state["entries"] = store.entries()
+        state["decision"] = store.decision_entry("C-TWICE")
+        second = await session.call("record_decision", {"decision": wire})
+        return first, second
+
+    first, second = in_session(tools, script)
+    assert first.ok and first.data["status"] == "held"
+    assert not second.ok
+    assert BOUNDARY_SECOND_RECORD_DECISION in second.text
+    assert store.entries() == state["entries"]
+    assert store.decision_entry("C-TWICE") == state["decision"]
+    assert store.verify().ok
+    verdict = tools.governor.verdict()
+    assert verdict.violated == (BOUNDARY_SECOND_RECORD_DECISION,)
+
+
+def test_the_recorded_decision_is_held_for_the_keystone_gate() -> None:
+    case = card_case(case_id="C-HELD")
+    store = taken_in(case)
+    tools = tools_for(store, "C-HELD", underwriter="rules")
+
+    async def script(session: ToolSession) -> Any:
+        await session.call("get_policy")
+        return await session.call("record_decision", {"decision": decision_wire(case)})
+
+    result = in_session(tools, script)
+    entry = store.decision_entry("C-HELD")
+    assert entry is not None
+    assert result.data == {
+        "recorded": True,
+        "caseId": "C-HELD",
+        "status": "held",
+        "entry": entry.seq,
+        "hash": entry.hash,
+    }
+    assert entry.payload["status"] == "held"
+    assert entry.payload["underwriter"] == "rules"
+    assert entry.payload["policy"]["sha256"] == default_policy().sha256
+    assert (
+        entry.payload["decision"]
+        == decide_case(parse_case(case), default_policy()).decision.to_wire()
+    )
+
+
+# ------------------------------------------------------------------ the guard at the seam
+
+PLANTED = ["dateOfBirth", "DOB", "gender", "Marital_Status", "race", "citizenship", "zipCode"]
+planted_trees = st.recursive(
+    st.sampled_from(PLANTED).map(lambda k: {k: "secret"}),
+    lambda inner: st.one_of(
+        st.lists(inner, min_size=1, max_size=3).map(lambda xs: {"items": xs}),
+        st.tuples(st.sampled_from(PLANTED), inner).map(lambda kv: {"nested": {kv[0]: kv[1]}}),
+    ),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(extra=planted_trees, where=st.sampled_from(["application", "creditReport"]))
+def test_no_tool_result_ever_reaches_the_underwriter_with_a_prohibited_key(
+    extra: dict[str, Any], where: str
+) -> None:
+    # Planted past intake, straight into the store: the tool seam must still hold.
+    case = auto_case(case_id="C-PLANT")
+    store = InMemoryStore()
+    document = {
+        "caseId": "C-PLANT",
+        "asOf": case["asOf"],
+        "application": case["application"],
+        "creditReport": case["creditReport"],
+    }
+    document[where] = {**document[where], "planted": extra, "dateOfBirth": "1961-04-02"}
+    store.put_case("C-PLANT", document)
+
+    async def script(session: ToolSession) -> list[Any]:
+        return [await session.call(name) for name in TOOL_NAMES[:3]]
+
+    results = in_session(tools_for(store, "C-PLANT"), script)
+    for result in results:
+        assert result.ok
+        assert find_prohibited_keys(result.data) == []
+        assert "secret" not in result.text and "1961" not in result.text
+    redacted = store.entries("C-PLANT", kinds=[GUARD_REDACTED])
+    assert len(redacted) >= 2
+    tool = "get_application" if where == "application" else "get_credit_report"
+    for entry in redacted:
+        assert entry.payload["tool"] == tool
+        assert entry.payload["path"].startswith(f"{where}.")
+        assert entry.payload["basis"]
+        assert "secret" not in dumps(entry.payload)
+
+
+# ------------------------------------------------------------------ stdio
+
+
+def test_the_stdio_server_starts_lists_four_tools_and_records_a_held_decision(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'journal.db'}"
+    case = auto_case(case_id="C-STDIO")
+    wire = decision_wire(case)
+    with open_store(url) as store:
+        intake({**case, "application": {**case["application"], "dateOfBirth": "1961"}}, store)
+    params = StdioServerParameters(
+        command=str(CREDIT),
+        args=["mcp", "--case", "C-STDIO", "--underwriter", "stdio-test"],
+        env={**os.environ, "CREDIT_DATABASE_URL": url},
+    )
+
+    async def main() -> tuple[list[str], Any, Any, Any]:
+        with anyio.fail_after(60):
+            return await talk()
+
+    async def talk() -> tuple[list[str], Any, Any, Any]:
+        async with Client(params) as client:
+            session = ToolSession(client)
+            names = await session.tool_names()
+            app = await session.call("get_application")
+            first = await session.call("record_decision", {"decision": wire})
+            second = await session.call("record_decision", {"decision": wire})
+            return names, app, first, second
+
+    names, app, first, second = anyio.run(main)
+    assert names == list(TOOL_NAMES)
+    assert "dateOfBirth" not in app.data["application"]
+    assert first.ok and first.data["status"] == "held"
+    assert not second.ok and BOUNDARY_SECOND_RECORD_DECISION in second.text
+    with open_store(url) as store:
+        entry = store.decision_entry("C-STDIO")
+        assert entry is not None
+        assert entry.payload["underwriter"] == "stdio-test"
+        assert entry.payload["status"] == "held"
+        assert store.verify().ok
+
+
+def test_credit_mcp_refuses_a_case_that_was_never_taken_in(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'journal.db'}"
+    open_store(url).close()
+    done = subprocess.run(
+        [str(CREDIT), "mcp", "--case", "C-NONE", "--database", url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "no case with this id has been taken in" in done.stderr
+    assert done.stdout == ""
+
+
+def test_build_server_serves_a_prepared_server_in_process() -> None:
+    store = taken_in(auto_case(case_id="C-1"))
+    server = build_server(tools_for(store, "C-1"))
+
+    async def main() -> list[str]:
+        async with open_session(server) as session:
+            return await session.tool_names()
+
+    assert anyio.run(main) == list(TOOL_NAMES)
