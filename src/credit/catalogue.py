@@ -24,7 +24,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from credit.errors import PolicyError
-from credit.yamldata import expect_keys, load_yaml, read_date, read_str
+from credit.yamldata import expect_keys, load_yaml, read_date, read_source, read_str
 
 __all__ = [
     "Catalogue",
@@ -95,11 +95,8 @@ def placeholders(wording: str) -> tuple[str, ...]:
 def load_catalogue(path: Path | str) -> Catalogue:
     path = Path(path)
     file = str(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as err:
-        raise PolicyError(f"cannot read: {err.strerror}", file=file) from None
-    doc = expect_keys(load_yaml(path, raw.decode("utf-8")), required=_HEADER, file=file, key="")
+    text, raw = read_source(path)
+    doc = expect_keys(load_yaml(path, text), required=_HEADER, file=file, key="")
     products = expect_keys(doc["products"], required={"auto", "card"}, file=file, key="products")
     names = {k: read_str(v, file=file, key=f"products.{k}") for k, v in products.items()}
     reasons = doc["reasons"]

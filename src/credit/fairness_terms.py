@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from credit.errors import PolicyError
-from credit.yamldata import expect_keys, load_yaml, read_date, read_str
+from credit.yamldata import expect_keys, load_yaml, read_date, read_source, read_str
 
 __all__ = [
     "REQUIRED_BASES",
@@ -375,14 +375,7 @@ def load_prohibited_terms(path: Path | str) -> ProhibitedTerms:
     """Load and validate a prohibited-terms file; its SHA-256 is of the exact bytes."""
     path = Path(path)
     file = str(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as err:
-        raise PolicyError(f"cannot read: {err.strerror}", file=file) from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise PolicyError("not UTF-8 text", file=file) from None
+    text, raw = read_source(path)
     doc = expect_keys(
         load_yaml(path, text),
         required=_HEADER_REQUIRED,

@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from credit.errors import PolicyError
-from credit.yamldata import expect_keys, load_yaml, read_date, read_int, read_str
+from credit.yamldata import expect_keys, load_yaml, read_date, read_int, read_source, read_str
 
 __all__ = [
     "LegalFrame",
@@ -187,14 +187,7 @@ def _check_template(text: str, *, file: str, key: str) -> None:
 def load_frame(path: Path | str) -> LegalFrame:
     path = Path(path)
     file = str(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as err:
-        raise PolicyError(f"cannot read: {err.strerror}", file=file) from None
-    try:
-        decoded = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise PolicyError("not UTF-8 text", file=file) from None
+    decoded, raw = read_source(path)
     doc = expect_keys(load_yaml(path, decoded), required=_HEADER, file=file, key="")
     texts: dict[str, str] = {}
     references: dict[str, str] = {}

@@ -18,7 +18,15 @@ import yaml
 
 from credit.errors import PolicyError
 
-__all__ = ["expect_keys", "load_yaml", "read_date", "read_decimal", "read_int", "read_str"]
+__all__ = [
+    "expect_keys",
+    "load_yaml",
+    "read_date",
+    "read_decimal",
+    "read_int",
+    "read_source",
+    "read_str",
+]
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -47,6 +55,22 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[An
 
 
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def read_source(path: Path | str, text: str | None = None) -> tuple[str, bytes]:
+    """A governed file's text and exact bytes (what its SHA-256 is taken of).
+
+    With ``text`` given (a test, an upload), the bytes are its UTF-8 encoding."""
+    if text is not None:
+        return text, text.encode("utf-8")
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as err:
+        raise PolicyError(f"cannot read: {err.strerror}", file=str(path)) from None
+    try:
+        return raw.decode("utf-8"), raw
+    except UnicodeDecodeError:
+        raise PolicyError("not UTF-8 text", file=str(path)) from None
 
 
 def load_yaml(path: Path | str, text: str | None = None) -> Any:

@@ -31,7 +31,15 @@ from credit.governance.findings import KIND_REJECTED
 from credit.journal.base import DECISION_KIND, Store
 from credit.models import DECISIONS, Decision, MonitoringData, parse_decision
 from credit.policy import Param
-from credit.yamldata import expect_keys, load_yaml, read_date, read_decimal, read_int, read_str
+from credit.yamldata import (
+    expect_keys,
+    load_yaml,
+    read_date,
+    read_decimal,
+    read_int,
+    read_source,
+    read_str,
+)
 
 __all__ = [
     "ATTRIBUTES",
@@ -284,17 +292,7 @@ def load_fair_lending_config(path: Path | str, text: str | None = None) -> FairL
     """Load and validate the fair-lending review's parameters (strict, like a policy)."""
     path = Path(path)
     file = str(path)
-    if text is None:
-        try:
-            raw = path.read_bytes()
-        except OSError as err:
-            raise PolicyError(f"cannot read: {err.strerror}", file=file) from None
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise PolicyError("not UTF-8 text", file=file) from None
-    else:
-        raw = text.encode("utf-8")
+    text, raw = read_source(path, text)
     tree = _tree(_SCHEMA)
     doc = expect_keys(
         load_yaml(path, text),

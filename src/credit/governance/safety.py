@@ -53,7 +53,7 @@ from credit.governance.refusal import (
 from credit.journal.base import Entry, Store
 from credit.models import Decision, parse_decision
 from credit.policy import Param
-from credit.yamldata import expect_keys, load_yaml, read_date, read_int, read_str
+from credit.yamldata import expect_keys, load_yaml, read_date, read_int, read_source, read_str
 
 __all__ = [
     "ETHICS_CHECKS",
@@ -422,17 +422,7 @@ def load_ethics_pack(path: Path | str, text: str | None = None) -> EthicsPack:
     """Load and validate an ethics pack (strict: unknown checks and keys are errors)."""
     path = Path(path)
     file = str(path)
-    if text is None:
-        try:
-            raw = path.read_bytes()
-        except OSError as err:
-            raise PolicyError(f"cannot read: {err.strerror}", file=file) from None
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise PolicyError("not UTF-8 text", file=file) from None
-    else:
-        raw = text.encode("utf-8")
+    text, raw = read_source(path, text)
     doc = expect_keys(
         load_yaml(path, text),
         required={"name", "version", "effectiveDate", "deployment", "reference", "commitments"},

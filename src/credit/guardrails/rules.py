@@ -17,7 +17,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from credit.errors import PolicyError
-from credit.yamldata import expect_keys, load_yaml, read_date, read_int, read_str
+from credit.yamldata import expect_keys, load_yaml, read_date, read_int, read_source, read_str
 
 __all__ = [
     "PromisePattern",
@@ -89,11 +89,8 @@ _HEADER = frozenset(
 def load_rules(path: Path | str) -> VerifierRules:
     path = Path(path)
     file = str(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as err:
-        raise PolicyError(f"cannot read: {err.strerror}", file=file) from None
-    doc = expect_keys(load_yaml(path, raw.decode("utf-8")), required=_HEADER, file=file, key="")
+    text, raw = read_source(path)
+    doc = expect_keys(load_yaml(path, text), required=_HEADER, file=file, key="")
     mr = expect_keys(
         doc["maxReasons"], required={"reference", "value"}, file=file, key="maxReasons"
     )
