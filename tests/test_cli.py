@@ -184,3 +184,12 @@ def test_run_reports_bad_lines_and_exits_2(mixed_batch: Path) -> None:
     assert result.exit_code == 2
     assert "Outcomes by product and score band" in result.stdout
     assert "line 3, case C-UNK, field application.downPayment" in result.stderr
+
+
+def test_every_bundled_case_decided_by_the_cli_validates_against_the_decision_schema() -> None:
+    bundled = Path(__file__).resolve().parents[1] / "examples" / "cases.jsonl"
+    result = invoke("decide", str(bundled))
+    assert result.exit_code == 0, result.stderr
+    rows = output_lines(result.stdout)  # each line's decision validates as a Decision
+    ids = [loads(line)["caseId"] for line in bundled.read_text().splitlines() if line.strip()]
+    assert [row["caseId"] for row in rows] == ids
