@@ -182,6 +182,15 @@ def test_entries_filter_by_case_and_by_kinds_in_chain_order(store: Store) -> Non
     assert store.entries(kinds=[]) == []
 
 
+def test_entries_after_a_sequence_number_read_the_journal_incrementally(store: Store) -> None:
+    for i in range(1, 6):
+        store.append(f"C-{i % 2}", "intake.accepted", {"i": i})
+    assert [e.seq for e in store.entries(after_seq=3)] == [4, 5]
+    assert [e.seq for e in store.entries(case_id="C-1", after_seq=1)] == [3, 5]
+    assert store.entries(after_seq=5) == []
+    assert [e.seq for e in store.entries(after_seq=0)] == [1, 2, 3, 4, 5]
+
+
 def test_a_decision_entry_cannot_be_appended_around_record_decision(store: Store) -> None:
     with pytest.raises(JournalError) as caught:
         store.append("C-1", DECISION_KIND, DECISION)

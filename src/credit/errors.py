@@ -29,12 +29,21 @@ like, so callers that only know Python's builtins still catch it sensibly::
     │   │                                  (re-rendered since, or tampered with)
     │   └── MutationHarnessError           the mutation suite itself is wrong: a mutator
     │                                      left a notice unchanged, a genuine notice failed
-    └── MissingExtraError (ImportError)    an optional extra is not installed: extra, package
+    ├── MissingExtraError (ImportError)    an optional extra is not installed: extra, package
+    ├── AccessError (PermissionError)      the service refused a caller: status (401 no or
+    │                                      bad credentials, 403 a role not allowed), field,
+    │                                      principal, role
+    └── ServiceError (RuntimeError)        a service request cannot be done as asked: status
+        │                                  (404, 409, 413, ...), case, field
+        └── AlreadyDecidedError            decide on a case already decided (or being
+                                           decided by another request): 409, case
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "AccessError",
+    "AlreadyDecidedError",
     "CaseNotHeldError",
     "CreditError",
     "GovernanceError",
@@ -49,6 +58,7 @@ __all__ = [
     "PolicyError",
     "SafetyBoundaryError",
     "SendRefusedError",
+    "ServiceError",
     "StaleNoticeError",
     "UndecidedCaseError",
     "UnderwriterError",
@@ -338,3 +348,52 @@ class MutationHarnessError(NoticeError):
     """The mutation suite itself is wrong, so its verdict would mean nothing: a mutator
     returned the notice unchanged, or a genuine notice failed verification before any
     defect was injected. ``check`` names the mutator."""
+
+
+class AccessError(CreditError, PermissionError):
+    """The service refused a caller. ``status`` is 401 (no or invalid credentials) or
+    403 (the caller's role may not do this); ``field`` names the credential checked."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int = 401,
+        field: str | None = None,
+        principal: str | None = None,
+        role: str | None = None,
+    ) -> None:
+        self.message = message
+        self.status = status
+        self.field = field
+        self.principal = principal
+        self.role = role
+        who = f"{principal} ({role})" if principal else None
+        super().__init__(f"{who}: {message}" if who else message)
+
+
+class ServiceError(CreditError, RuntimeError):
+    """A service request that cannot be done as asked: ``status`` is its HTTP status
+    (404 no such case, 409 a conflict with the case's state, 413 too large, ...)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int,
+        case_id: str | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.message = message
+        self.status = status
+        self.case_id = case_id
+        self.field = field
+        super().__init__(f"case {case_id}: {message}" if case_id else message)
+
+
+class AlreadyDecidedError(ServiceError):
+    """A decide request for a case that already has its decision (or whose decision
+    another request is making right now). Nothing was changed."""
+
+    def __init__(self, message: str, *, case_id: str | None = None) -> None:
+        super().__init__(message, status=409, case_id=case_id)

@@ -41,11 +41,10 @@ from credit.governance.fair_lending import (
     default_fair_lending_config,
     group_of,
     read_monitoring,
-    recorded_decisions,
 )
-from credit.governance.findings import Finding, Review
+from credit.governance.findings import KIND_REJECTED, Finding, Review
 from credit.governance.portfolio import PortfolioReport, adverse_impact_report, portfolio_rows
-from credit.journal.base import Store
+from credit.journal.base import DECISION_KIND, Store
 from credit.models import Decision, MonitoringData, parse_decision
 
 __all__ = ["Equipoise"]
@@ -120,9 +119,13 @@ class Equipoise:
         self.store = store
         self.config = config or default_fair_lending_config()
         self.terms = terms or default_prohibited_terms()
-        # Journal entries and stored monitoring data never change once written: cache.
+        # Journal entries and stored monitoring data never change once written: cache,
+        # and read the journal incrementally (only entries after the last one seen).
         self._decisions: dict[str, Decision | None] = {}
         self._monitoring: dict[str, MonitoringData] = {}
+        self._pool_mark = 0
+        self._pool: dict[str, RecordedDecision] = {}
+        self._rejected: set[str] = set()
 
     def _monitoring_of(self, case_id: str) -> tuple[MonitoringData | None, str | None]:
         cached = self._monitoring.get(case_id)
@@ -146,7 +149,21 @@ class Equipoise:
         """The decisions a comparative file review compares with: every recorded
         decision a person has not rejected. Read once and pass it to :meth:`review`
         to review a batch without reading the journal again for each case."""
-        return recorded_decisions(self.store, self._decisions)[0]
+        for entry in self.store.entries(
+            kinds=[DECISION_KIND, KIND_REJECTED], after_seq=self._pool_mark
+        ):
+            self._pool_mark = entry.seq
+            if entry.case_id is None:
+                continue
+            if entry.kind == KIND_REJECTED:
+                self._rejected.add(entry.case_id)
+                continue
+            try:
+                decision = parse_decision(entry.payload.get("decision"), case_id=entry.case_id)
+            except InputError:
+                continue  # unreadable: left out, as recorded_decisions does
+            self._pool[entry.case_id] = RecordedDecision(entry.case_id, decision)
+        return [d for case_id, d in self._pool.items() if case_id not in self._rejected]
 
     def review(self, case_id: str, *, pool: Sequence[RecordedDecision] | None = None) -> Review:
         """Review one recorded decision: prohibited-basis citations (fail) and the

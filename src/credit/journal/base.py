@@ -191,8 +191,14 @@ class Store(Protocol):
         ...
 
     def entries(
-        self, case_id: str | None = None, kinds: Sequence[str] | None = None
-    ) -> list[Entry]: ...
+        self,
+        case_id: str | None = None,
+        kinds: Sequence[str] | None = None,
+        after_seq: int = 0,
+    ) -> list[Entry]:
+        """Entries in chain order, optionally of one case, of some kinds, and only
+        those after a sequence number (to read a journal incrementally)."""
+        ...
 
     def decision_entry(self, case_id: str) -> Entry | None: ...
 
@@ -253,12 +259,15 @@ class InMemoryStore:
             return entry
 
     def entries(
-        self, case_id: str | None = None, kinds: Sequence[str] | None = None
+        self,
+        case_id: str | None = None,
+        kinds: Sequence[str] | None = None,
+        after_seq: int = 0,
     ) -> list[Entry]:
         with self._lock:
             return [
                 e
-                for e in self._entries
+                for e in self._entries[max(after_seq, 0) :]
                 if (case_id is None or e.case_id == case_id) and (kinds is None or e.kind in kinds)
             ]
 

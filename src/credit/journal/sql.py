@@ -79,6 +79,8 @@ __all__ = [
     "DATABASE_URL_ENV",
     "DEFAULT_DATABASE_URL",
     "SqlStore",
+    "engine_for",
+    "journal_metadata",
     "open_store",
     "resolve_url",
 ]
@@ -129,6 +131,11 @@ def _tables(schema: str | None) -> tuple[MetaData, Table, Table, Table, Table]:
     return metadata, entries, decisions, cases, monitoring
 
 
+def journal_metadata(schema: str | None = None) -> MetaData:
+    """A fresh MetaData holding the journal's four tables (migrations build on it)."""
+    return _tables(schema)[0]
+
+
 def resolve_url(url: str | None = None) -> str:
     """The database URL: ``url``, else $CREDIT_DATABASE_URL, else ``sqlite:///credit.db``."""
     return url or os.environ.get(DATABASE_URL_ENV) or DEFAULT_DATABASE_URL
@@ -160,6 +167,23 @@ def _parse_url(raw: str, schema: str | None) -> tuple[URL, str | None]:
         if not _SCHEMA_NAME.fullmatch(schema):
             raise JournalError(f"not a plain schema name: {schema!r}")
     return url, schema
+
+
+def engine_for(url: str | None = None, *, schema: str | None = None) -> tuple[Engine, str | None]:
+    """An engine set up as the store's (SQLite pragmas and BEGIN, psycopg 3 for
+    ``postgresql://``) and the schema (from ``schema`` or ``?schema=`` in the URL), for
+    tools that work on the database itself (migrations). The caller disposes of it."""
+    parsed, schema = _parse_url(resolve_url(url), schema)
+    try:
+        engine = (
+            _postgres_engine(parsed)
+            if parsed.get_backend_name() == "postgresql"
+            else _sqlite_engine(parsed)
+        )
+    except (ArgumentError, NoSuchModuleError) as e:
+        shown = parsed.render_as_string(hide_password=True)
+        raise JournalError(f"cannot open {shown}: {e}") from None
+    return engine, schema
 
 
 def _lock_key(schema: str | None) -> int:
@@ -396,9 +420,14 @@ class SqlStore:
             ) from None
 
     def entries(
-        self, case_id: str | None = None, kinds: Sequence[str] | None = None
+        self,
+        case_id: str | None = None,
+        kinds: Sequence[str] | None = None,
+        after_seq: int = 0,
     ) -> list[Entry]:
         query = select(self._entries).order_by(self._entries.c.seq)
+        if after_seq > 0:
+            query = query.where(self._entries.c.seq > after_seq)
         if case_id is not None:
             query = query.where(self._entries.c.case_id == case_id)
         if kinds is not None:

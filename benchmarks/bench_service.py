@@ -1,0 +1,229 @@
+"""The HTTP service under load, on loopback: throughput and latency per endpoint.
+
+Starts ``credit serve --workers 2`` itself on a free 127.0.0.1 port (a temporary
+SQLite journal; then again on a fresh PostgreSQL schema when
+``CREDIT_TEST_DATABASE_URL`` is set), and drives it with 32 concurrent clients
+(httpx.AsyncClient) through 2,000 seeded cases (``credit.examples``): each case is
+taken in, decided, read back, and, for a released decline or counteroffer, its notice
+is read (verified on demand) and sent. Prints the throughput and p50/p99 latency per
+endpoint, then checks the journal: every case taken in and decided exactly once
+(``intake.accepted`` and ``decision.recorded`` once each), every notice sent once, the
+chain verifies. Exits non-zero (AssertionError) if any of that fails. Bounded: a fixed
+number of cases, a timeout on every request, and the server stopped at the end.
+
+``BENCH_SERVICE_CASES`` overrides the number of cases (at least 2,000 for the figures
+the docs quote).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import tempfile
+import time
+import uuid
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+from sqlalchemy import create_engine, text
+
+from credit.examples import generate_cases
+from credit.journal import open_store
+from credit.service.keys import SqlKeyStore
+from credit.service.launch import served
+from credit.service.tables import ServiceDb
+
+CASES = int(os.environ.get("BENCH_SERVICE_CASES", "2000"))
+CLIENTS = 32
+WORKERS = 2
+SEED = 5150
+REQUEST_TIMEOUT_S = 120.0
+NOTICE_DECISIONS = ("decline", "counteroffer")
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.latency: dict[str, list[float]] = defaultdict(list)
+        self.statuses: dict[str, Counter[int]] = defaultdict(Counter)
+
+    async def call(
+        self, name: str, client: httpx.AsyncClient, method: str, url: str, **kwargs: Any
+    ) -> httpx.Response:
+        start = time.perf_counter()
+        response = await client.request(method, url, **kwargs)
+        self.latency[name].append(time.perf_counter() - start)
+        self.statuses[name][response.status_code] += 1
+        return response
+
+
+async def one_case(
+    case: dict[str, Any], client: httpx.AsyncClient, keys: dict[str, str], rec: Recorder
+) -> None:
+    case_id = case["caseId"]
+    taken = await rec.call(
+        "POST /v1/cases",
+        client,
+        "POST",
+        "/v1/cases",
+        content=json.dumps(case),
+        headers={"X-API-Key": keys["intake"], "Content-Type": "application/json"},
+    )
+    assert taken.status_code == 201, taken.text
+    decided = await rec.call(
+        "POST /decide",
+        client,
+        "POST",
+        f"/v1/cases/{case_id}/decide",
+        headers={"X-API-Key": keys["underwriter"]},
+    )
+    assert decided.status_code == 201, decided.text
+    view = await rec.call(
+        "GET /cases/{id}",
+        client,
+        "GET",
+        f"/v1/cases/{case_id}",
+        headers={"X-API-Key": keys["auditor"]},
+    )
+    assert view.status_code == 200, view.text
+    body = view.json()
+    if body["state"] == "released" and body["decision"]["decision"] in NOTICE_DECISIONS:
+        notice = await rec.call(
+            "GET /notice",
+            client,
+            "GET",
+            f"/v1/cases/{case_id}/notice",
+            headers={"X-API-Key": keys["reviewer"]},
+        )
+        assert notice.status_code == 200 and notice.json()["verified"], notice.text
+        sent = await rec.call(
+            "POST /notice/send",
+            client,
+            "POST",
+            f"/v1/cases/{case_id}/notice/send",
+            headers={"X-API-Key": keys["underwriter"]},
+        )
+        assert sent.status_code == 200, sent.text
+
+
+async def drive(base: str, cases: list[dict[str, Any]], keys: dict[str, str]) -> Recorder:
+    rec = Recorder()
+    queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    for case in cases:
+        queue.put_nowait(case)
+    limits = httpx.Limits(max_connections=CLIENTS, max_keepalive_connections=CLIENTS)
+    async with httpx.AsyncClient(base_url=base, timeout=REQUEST_TIMEOUT_S, limits=limits) as client:
+
+        async def worker() -> None:
+            while True:
+                try:
+                    case = queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    return
+                await one_case(case, client, keys, rec)
+
+        await asyncio.gather(*(worker() for _ in range(CLIENTS)))
+    return rec
+
+
+def percentile(values: list[float], pct: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(pct / 100 * len(ordered) + 0.5) - 1))
+    return ordered[index]
+
+
+def report(label: str, rec: Recorder, wall: float, cases: int) -> None:
+    total = sum(len(v) for v in rec.latency.values())
+    print(
+        f"{label}: {cases} cases, {total} requests in {wall:.1f} s: "
+        f"{cases / wall:.1f} cases/s, {total / wall:.1f} requests/s "
+        f"({CLIENTS} clients, {WORKERS} workers)"
+    )
+    print(f"  {'endpoint':<20} {'requests':>8} {'p50 ms':>9} {'p99 ms':>9} {'mean ms':>9}")
+    for name, values in rec.latency.items():
+        print(
+            f"  {name:<20} {len(values):>8} {percentile(values, 50) * 1000:>9.1f} "
+            f"{percentile(values, 99) * 1000:>9.1f} {statistics.fmean(values) * 1000:>9.1f}"
+        )
+
+
+def check_journal(label: str, url: str, schema: str | None, cases: list[dict[str, Any]]) -> None:
+    with open_store(url, schema=schema, create=False) as store:
+        entries = store.entries()
+        chain = store.verify()
+    per_kind: dict[str, Counter[str]] = defaultdict(Counter)
+    for entry in entries:
+        if entry.case_id is not None:
+            per_kind[entry.kind][entry.case_id] += 1
+    ids = {c["caseId"] for c in cases}
+    for kind in ("intake.accepted", "decision.recorded"):
+        counts = per_kind[kind]
+        missing = ids - set(counts)
+        doubled = [c for c, n in counts.items() if n != 1]
+        assert not missing, f"{label}: {len(missing)} case(s) lost their {kind}"
+        assert not doubled, f"{label}: {len(doubled)} case(s) have {kind} more than once"
+    sent = per_kind["notice.sent"]
+    assert all(n == 1 for n in sent.values()), f"{label}: a notice was sent twice"
+    assert chain.ok, f"{label}: the chain is broken at {chain.first_broken_seq}: {chain.detail}"
+    print(
+        f"  journal: {len(ids)} cases taken in and decided exactly once each, "
+        f"{len(sent)} notices sent once each, chain verified ({chain.entries} entries); "
+        "0 lost, 0 doubled"
+    )
+
+
+def keys_for(url: str, schema: str | None) -> dict[str, str]:
+    with ServiceDb(url, schema=schema) as db:
+        keys = SqlKeyStore(db)
+        return {
+            role: keys.create(role, f"bench-{role}")[1]
+            for role in ("intake", "underwriter", "reviewer", "auditor")
+        }
+
+
+@contextmanager
+def postgres_schema(url: str) -> Iterator[str]:
+    schema = f"credit_bench_{uuid.uuid4().hex[:12]}"
+    try:
+        yield schema
+    finally:
+        engine = create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
+        try:
+            with engine.begin() as conn:
+                conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+        finally:
+            engine.dispose()
+
+
+def run(label: str, url: str, schema: str | None, tmp: Path, cases: list[dict[str, Any]]) -> None:
+    keys = keys_for(url, schema)
+    folder = tmp / label
+    folder.mkdir()
+    with served(url, schema, folder, workers=WORKERS) as base:
+        start = time.perf_counter()
+        rec = asyncio.run(drive(base, cases, keys))
+        wall = time.perf_counter() - start
+    report(label, rec, wall, len(cases))
+    check_journal(label, url, schema, cases)
+
+
+def main() -> None:
+    cases = generate_cases(SEED, CASES)
+    with tempfile.TemporaryDirectory(prefix="credit-bench-") as folder:
+        tmp = Path(folder)
+        run("sqlite", f"sqlite:///{tmp / 'bench.db'}", None, tmp, cases)
+        pg = os.environ.get("CREDIT_TEST_DATABASE_URL")
+        if pg:
+            with postgres_schema(pg) as schema:
+                run("postgresql", pg, schema, tmp, cases)
+        else:
+            print("postgresql: skipped (CREDIT_TEST_DATABASE_URL is not set)")
+
+
+if __name__ == "__main__":
+    main()

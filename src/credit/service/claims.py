@@ -1,0 +1,84 @@
+"""Claims: a request that must run once per case runs in one worker only.
+
+``claim(name, holder)`` inserts the claim row, or takes over one older than
+``stale_after_s`` (its worker died mid-request), each in one atomic statement: an
+insert that does nothing on a conflict, an update conditioned on the old time. Across
+processes exactly one caller gets True. ``release`` gives a claim up when the claimed
+work did not happen (it failed), so it may be tried again.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Protocol
+
+from sqlalchemy import delete, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+from credit.service.tables import ServiceDb
+
+__all__ = ["Claims", "MemoryClaims", "SqlClaims"]
+
+
+class Claims(Protocol):
+    def claim(self, name: str, holder: str, *, stale_after_s: float) -> bool: ...
+
+    def release(self, name: str, holder: str) -> None: ...
+
+
+class MemoryClaims:
+    """Claims in process memory (one process: tests, the in-memory store)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held: dict[str, tuple[str, float]] = {}
+
+    def claim(self, name: str, holder: str, *, stale_after_s: float) -> bool:
+        now = time.time()
+        with self._lock:
+            held = self._held.get(name)
+            if held is not None and held[1] >= now - stale_after_s:
+                return False
+            self._held[name] = (holder, now)
+            return True
+
+    def release(self, name: str, holder: str) -> None:
+        with self._lock:
+            if self._held.get(name, ("", 0.0))[0] == holder:
+                del self._held[name]
+
+
+class SqlClaims:
+    """Claims in the ``service_claims`` table (:class:`~credit.service.tables.ServiceDb`)."""
+
+    def __init__(self, db: ServiceDb) -> None:
+        self._db = db
+        self._table = db.claims
+
+    def claim(self, name: str, holder: str, *, stale_after_s: float) -> bool:
+        t = self._table
+        now = time.time()
+        insert: Any = pg_insert if self._db.dialect == "postgresql" else sqlite_insert
+        with self._db.failures(), self._db.engine.begin() as conn:
+            inserted = conn.execute(
+                insert(t)
+                .values(claim=name, holder=holder, claimed_at=now)
+                .on_conflict_do_nothing(index_elements=[t.c.claim])
+                .returning(t.c.claim)
+            ).first()
+            if inserted is not None:
+                return True
+            taken_over = conn.execute(
+                update(t)
+                .where(t.c.claim == name, t.c.claimed_at < now - stale_after_s)
+                .values(holder=holder, claimed_at=now)
+                .returning(t.c.claim)
+            ).first()
+            return taken_over is not None
+
+    def release(self, name: str, holder: str) -> None:
+        t = self._table
+        with self._db.failures(), self._db.engine.begin() as conn:
+            conn.execute(delete(t).where(t.c.claim == name, t.c.holder == holder))

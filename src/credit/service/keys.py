@@ -1,0 +1,236 @@
+"""API keys: one per caller, each with one role, stored hashed.
+
+A key reads ``credit.<key id>.<secret>``: the key id (16 hex digits) finds the row,
+the secret (32 random bytes, URL-safe base64) is checked against the row's salted
+scrypt hash (``scrypt$n$r$p$salt$hash``) in constant time. The key itself is printed
+once, when it is created, and stored nowhere.
+
+``scrypt_n`` is the scrypt cost of keys a store creates (each stored hash names its
+own parameters, so a key store checks keys of any cost). Checking at the default cost
+takes ~0.1 s of CPU, so a store remembers the keys it has verified
+for :data:`VERIFIED_TTL_S` seconds (by the SHA-256 of the key, in process memory).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import hmac
+import secrets
+import threading
+import time
+from dataclasses import dataclass
+from typing import Final, Protocol
+
+from sqlalchemy import select
+
+from credit.errors import InputError
+from credit.service.roles import Principal, Role
+from credit.service.tables import ServiceDb
+
+__all__ = [
+    "KEY_PREFIX",
+    "ApiKey",
+    "KeyStore",
+    "MemoryKeyStore",
+    "SqlKeyStore",
+    "hash_secret",
+    "new_key",
+    "verify_secret",
+]
+
+KEY_PREFIX: Final = "credit"
+SCRYPT_N: Final = 2**14
+SCRYPT_R: Final = 8
+SCRYPT_P: Final = 1
+VERIFIED_TTL_S: Final = 60.0
+VERIFIED_MAX: Final = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKey:
+    """A stored key's public half: who it is, the role, when it was made."""
+
+    key_id: str
+    name: str
+    role: Role
+    created_at: str
+
+
+def hash_secret(secret: str, *, n: int = SCRYPT_N, r: int = SCRYPT_R, p: int = SCRYPT_P) -> str:
+    """``scrypt$n$r$p$salt$hash`` (hex) with a fresh 16-byte salt."""
+    salt = secrets.token_bytes(16)
+    digest = hashlib.scrypt(secret.encode(), salt=salt, n=n, r=r, p=p, dklen=32)
+    return f"scrypt${n}${r}${p}${salt.hex()}${digest.hex()}"
+
+
+def verify_secret(secret: str, stored: str) -> bool:
+    """Whether ``secret`` matches ``stored`` (constant-time compare of the digests)."""
+    try:
+        scheme, n, r, p, salt, digest = stored.split("$")
+        if scheme != "scrypt":
+            return False
+        got = hashlib.scrypt(
+            secret.encode(), salt=bytes.fromhex(salt), n=int(n), r=int(r), p=int(p), dklen=32
+        )
+        return hmac.compare_digest(got, bytes.fromhex(digest))
+    except ValueError:
+        return False
+
+
+def new_key() -> tuple[str, str, str]:
+    """(key id, secret, the key as handed out)."""
+    key_id = secrets.token_hex(8)
+    secret = secrets.token_urlsafe(32)
+    return key_id, secret, f"{KEY_PREFIX}.{key_id}.{secret}"
+
+
+def _split(key: str) -> tuple[str, str] | None:
+    parts = key.split(".")
+    if len(parts) != 3 or parts[0] != KEY_PREFIX or not parts[1] or not parts[2]:
+        return None
+    return parts[1], parts[2]
+
+
+def _check_name(name: str) -> str:
+    name = name.strip()
+    if not name or len(name) > 100 or any(not c.isprintable() for c in name):
+        raise InputError("a key's name is 1 to 100 printable characters", field="name")
+    return name
+
+
+def _role(value: str) -> Role:
+    try:
+        return Role(value)
+    except ValueError:
+        allowed = ", ".join(r.value for r in Role)
+        raise InputError(f"no role {value!r} (roles: {allowed})", field="role") from None
+
+
+class KeyStore(Protocol):
+    """Where API keys are kept (hashed)."""
+
+    def create(self, role: Role | str, name: str) -> tuple[ApiKey, str]:
+        """Make a key; (its record, the key itself: shown once, stored nowhere)."""
+        ...
+
+    def list(self) -> list[ApiKey]: ...
+
+    def authenticate(self, key: str) -> Principal | None:
+        """The key's principal, or None for an unknown or wrong key."""
+        ...
+
+
+class _Verified:
+    """Keys verified lately (by SHA-256), so scrypt runs once a minute per key."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seen: dict[str, tuple[Principal, float]] = {}
+
+    def get(self, key: str) -> Principal | None:
+        tag = hashlib.sha256(key.encode()).hexdigest()
+        with self._lock:
+            hit = self._seen.get(tag)
+            if hit is None:
+                return None
+            if hit[1] < time.monotonic():
+                del self._seen[tag]
+                return None
+            return hit[0]
+
+    def put(self, key: str, principal: Principal) -> None:
+        tag = hashlib.sha256(key.encode()).hexdigest()
+        with self._lock:
+            if len(self._seen) >= VERIFIED_MAX:
+                self._seen.clear()
+            self._seen[tag] = (principal, time.monotonic() + VERIFIED_TTL_S)
+
+
+class _KeyStoreBase:
+    def __init__(self, *, scrypt_n: int = SCRYPT_N) -> None:
+        self._verified = _Verified()
+        self._scrypt_n = scrypt_n
+
+    def _row(self, key_id: str) -> tuple[ApiKey, str] | None:
+        raise NotImplementedError
+
+    def authenticate(self, key: str) -> Principal | None:
+        cached = self._verified.get(key)
+        if cached is not None:
+            return cached
+        split = _split(key)
+        if split is None:
+            return None
+        found = self._row(split[0])
+        if found is None or not verify_secret(split[1], found[1]):
+            return None
+        principal = Principal(found[0].name, found[0].role)
+        self._verified.put(key, principal)
+        return principal
+
+
+class MemoryKeyStore(_KeyStoreBase):
+    """Keys in process memory (tests)."""
+
+    def __init__(self, *, scrypt_n: int = SCRYPT_N) -> None:
+        super().__init__(scrypt_n=scrypt_n)
+        self._rows: dict[str, tuple[ApiKey, str]] = {}
+
+    def create(self, role: Role | str, name: str) -> tuple[ApiKey, str]:
+        key_id, secret, key = new_key()
+        record = ApiKey(key_id, _check_name(name), _role(str(role)), _now())
+        self._rows[key_id] = (record, hash_secret(secret, n=self._scrypt_n))
+        return record, key
+
+    def list(self) -> list[ApiKey]:
+        return [record for record, _ in self._rows.values()]
+
+    def _row(self, key_id: str) -> tuple[ApiKey, str] | None:
+        return self._rows.get(key_id)
+
+
+class SqlKeyStore(_KeyStoreBase):
+    """Keys in the ``api_keys`` table (:class:`~credit.service.tables.ServiceDb`)."""
+
+    def __init__(self, db: ServiceDb, *, scrypt_n: int = SCRYPT_N) -> None:
+        super().__init__(scrypt_n=scrypt_n)
+        self._db = db
+        self._table = db.api_keys
+
+    def create(self, role: Role | str, name: str) -> tuple[ApiKey, str]:
+        key_id, secret, key = new_key()
+        record = ApiKey(key_id, _check_name(name), _role(str(role)), _now())
+        with self._db.failures(), self._db.engine.begin() as conn:
+            conn.execute(
+                self._table.insert().values(
+                    key_id=record.key_id,
+                    name=record.name,
+                    role=record.role.value,
+                    secret_hash=hash_secret(secret, n=self._scrypt_n),
+                    created_at=record.created_at,
+                )
+            )
+        return record, key
+
+    def list(self) -> list[ApiKey]:
+        t = self._table
+        with self._db.failures(), self._db.engine.connect() as conn:
+            rows = conn.execute(select(t).order_by(t.c.created_at, t.c.key_id)).all()
+        return [ApiKey(r.key_id, r.name, Role(r.role), r.created_at) for r in rows]
+
+    def _row(self, key_id: str) -> tuple[ApiKey, str] | None:
+        t = self._table
+        with self._db.failures(), self._db.engine.connect() as conn:
+            row = conn.execute(select(t).where(t.c.key_id == key_id)).first()
+        if row is None:
+            return None
+        try:
+            role = Role(row.role)
+        except ValueError:
+            return None
+        return ApiKey(row.key_id, row.name, role, row.created_at), row.secret_hash
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")

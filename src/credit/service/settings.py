@@ -1,0 +1,70 @@
+"""The service's settings: where the journal and outbox are, and its limits.
+
+Every field has an environment variable (``CREDIT_*``) so ``credit serve --workers N``
+hands the same settings to every worker process.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+from typing import Final
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from credit.journal.sql import resolve_url
+
+__all__ = [
+    "DEFAULT_MAX_BODY_BYTES",
+    "OUTBOX_ENV",
+    "SESSION_SECRET_ENV",
+    "ServiceSettings",
+]
+
+DEFAULT_MAX_BODY_BYTES: Final = 64 * 1024
+OUTBOX_ENV: Final = "CREDIT_OUTBOX"
+SESSION_SECRET_ENV: Final = "CREDIT_SESSION_SECRET"
+MAX_BODY_ENV: Final = "CREDIT_MAX_BODY_BYTES"
+SECURE_COOKIES_ENV: Final = "CREDIT_SECURE_COOKIES"
+SCHEMA_ENV: Final = "CREDIT_DATABASE_SCHEMA"
+
+
+class ServiceSettings(BaseModel):
+    """What one service process needs.
+
+    ``database_url``: the journal (and key table) URL; ``schema`` a PostgreSQL schema.
+    ``outbox``: the folder sent notices are written to. ``max_body_bytes``: a request
+    body beyond it is refused with 413. ``session_secret`` signs the console's session
+    cookie (every worker must share it; a random one per process otherwise).
+    ``claim_stale_after_s``: a decide claim older than this (its worker died mid-turn)
+    may be taken over.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    database_url: str = Field(default_factory=resolve_url)
+    schema_name: str | None = None
+    outbox: Path = Path("outbox")
+    max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, gt=0)
+    session_secret: str = Field(default_factory=lambda: secrets.token_urlsafe(32), min_length=16)
+    session_max_age_s: int = Field(default=8 * 3600, gt=0)
+    secure_cookies: bool = False
+    claim_stale_after_s: float = Field(default=300.0, gt=0)
+    create_tables: bool = True
+
+    @classmethod
+    def from_env(cls, *, database_url: str | None = None) -> ServiceSettings:
+        """Settings from the ``CREDIT_*`` environment (``database_url`` wins)."""
+        values: dict[str, object] = {"database_url": resolve_url(database_url)}
+        if schema := os.environ.get(SCHEMA_ENV):
+            values["schema_name"] = schema
+        if outbox := os.environ.get(OUTBOX_ENV):
+            values["outbox"] = Path(outbox)
+        if secret := os.environ.get(SESSION_SECRET_ENV):
+            values["session_secret"] = secret
+        if limit := os.environ.get(MAX_BODY_ENV):
+            values["max_body_bytes"] = int(limit)
+        if os.environ.get(SECURE_COOKIES_ENV, "").lower() in ("1", "true", "yes"):
+            values["secure_cookies"] = True
+        return cls.model_validate(values)
