@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 CORE := $(VENV)/.installed-core
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test bench lint typecheck contracts unit mutate clean
+.PHONY: demo test bench lint typecheck contracts unit browser mutate clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -16,9 +16,10 @@ $(CORE): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
 	touch $(CORE)
 
-# Tests install the optional extras too (the LLM adapter's tests need its SDK).
+# Tests install the optional extras too (the LLM adapter's tests need its SDK; the
+# batch and Spark tests need polars, pyarrow and pyspark).
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev,llm]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,llm,batch,spark]'
 	touch $(CORE) $(STAMP)
 
 # The main job on the embedded default: SQLite journal ./credit.db, the bundled cases,
@@ -37,7 +38,16 @@ typecheck: $(STAMP)
 contracts: $(STAMP)
 	$(BIN)/lint-imports
 
-unit: $(STAMP)
+# The reviewer console's end-to-end tests drive Debian's chromium through Playwright,
+# which never downloads a browser: install the package only when it is missing (root).
+CHROMIUM := /usr/bin/chromium
+
+$(CHROMIUM):
+	apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium
+
+browser: | $(CHROMIUM)
+
+unit: $(STAMP) | $(CHROMIUM)
 	$(BIN)/python -m pytest -W error
 
 test: lint typecheck contracts unit
@@ -47,7 +57,9 @@ test: lint typecheck contracts unit
 mutate: $(STAMP)
 	$(BIN)/credit mutate
 
+# The peer engines (zen-engine) are installed for the benchmarks only.
 bench: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[batch,peers]'
 	$(BIN)/python benchmarks/run.py
 
 clean:

@@ -5,12 +5,21 @@ counteroffer, rendered once beforehand); the figure is the best of a few rounds.
 mutation suite is timed end to end as ``credit mutate`` runs it: deciding the cases,
 rendering and verifying the genuine notices, 14 mutators on each, and the
 meta-mutation (each of V1-V8 switched off in turn).
+
+At scale, over every core: a batch of generated cases decided, rendered and verified
+(:func:`credit.batch.notices.verify_notices`) on one process and on one per core, and
+the mutation suite on one worker and on one per core (``credit mutate --workers``);
+each parallel run must give the serial run's result. The baseline measured in the
+same run is the speedup a pure-CPU task gets from the same processes, which says how
+much of the machine was free (the machine may be shared).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -19,14 +28,66 @@ if str(ROOT) not in sys.path:
 
 from evals import mutations  # noqa: E402
 
+from credit.batch.notices import process_context, verify_notices  # noqa: E402
 from credit.cases import iter_cases  # noqa: E402
+from credit.examples import generate_cases  # noqa: E402
 from credit.guardrails import Verifier, expectation_for  # noqa: E402
+from credit.models import parse_case  # noqa: E402
 from credit.notices import NOTICE_DECISIONS, render_notice  # noqa: E402
-from credit.policy import default_policy  # noqa: E402
+from credit.policy import Policy, default_policy  # noqa: E402
 from credit.underwriting import decide_case  # noqa: E402
 
 CASES = ROOT / "examples" / "cases.jsonl"
 ROUNDS = 5
+SCALE_CASES = 6_000  # about 1,800 notices
+WORKERS = os.cpu_count() or 1
+
+
+def _cpu_speedup(workers: int) -> float:
+    """How much faster ``workers`` processes run a pure-CPU task than one does, now."""
+    work = [range(60_000_000)] * workers  # sum(range(n)): a builtin, so any start method
+    started = time.perf_counter()
+    for numbers in work:
+        sum(numbers)
+    serial = time.perf_counter() - started
+    with ProcessPoolExecutor(max_workers=workers, mp_context=process_context()) as pool:
+        list(pool.map(sum, [range(1)] * workers))  # the processes are up before timing
+        started = time.perf_counter()
+        list(pool.map(sum, work))
+        return serial / (time.perf_counter() - started)
+
+
+def at_scale(policy: Policy) -> None:
+    print(f"at scale: {SCALE_CASES:,} generated cases, 1 process vs {WORKERS}")
+    speedup = _cpu_speedup(WORKERS)
+    print(f"   baseline: a pure-CPU task runs {speedup:.2f}x faster on {WORKERS} processes now")
+    cases = [parse_case(d) for d in generate_cases(2026, SCALE_CASES)]
+    serial = verify_notices(cases, policy, workers=1)
+    parallel = verify_notices(cases, policy, workers=WORKERS)
+    same = (serial.notices, serial.verified, serial.failures) == (
+        parallel.notices,
+        parallel.verified,
+        parallel.failures,
+    )
+    print(
+        f"   rendered and verified: {serial.per_second:,.0f} notices/s serial, "
+        f"{parallel.per_second:,.0f} notices/s on {WORKERS} processes "
+        f"({parallel.per_second / serial.per_second:.2f}x; {serial.notices:,} notices, "
+        f"all verified: {serial.verified == serial.notices}; same result: {same})"
+    )
+    started = time.perf_counter()
+    one = mutations.run(CASES, policy)
+    t_one = time.perf_counter() - started
+    started = time.perf_counter()
+    many = mutations.run(CASES, policy, workers=WORKERS)
+    t_many = time.perf_counter() - started
+    identical = mutations.to_wire(one) == mutations.to_wire(many)
+    print(
+        f"   mutation suite: {t_one:.2f} s on 1 worker, {t_many:.2f} s on {WORKERS} "
+        f"({t_one / t_many:.2f}x; identical results: {identical})"
+    )
+    if not (same and identical):
+        raise SystemExit("a parallel run differs from the serial run")
 
 
 def main() -> None:
@@ -63,6 +124,7 @@ def main() -> None:
         f"{mutants} mutants, {meta} meta-mutation reruns; "
         f"{'pass' if result.passed else 'FAIL'})"
     )
+    at_scale(policy)
 
 
 if __name__ == "__main__":

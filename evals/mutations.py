@@ -36,19 +36,28 @@ needed for the suite to pass.
 ``credit mutate`` runs it and writes ``results/mutations.json`` and
 ``results/mutations.md``; it exits 1 on any survivor, any mutator never applied, or
 any meta-mutation the gate did not catch.
+
+``credit mutate --workers N`` runs it on N processes: the cases, then the genuine
+notices, are cut into chunks in order; each chunk is decided, rendered and verified,
+then mutated, verified and meta-mutated on its own (every notice's mutants and their
+verdicts depend on that notice alone), and the chunks' results are merged in chunk
+order, so the result is the same as a serial run's, survivors in the same order.
 """
 
 from __future__ import annotations
 
 import json
+import multiprocessing
 import re
+import sys
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
 
-from credit.cases import iter_cases
+from credit.cases import CaseLine, iter_cases
 from credit.catalogue import Catalogue, default_catalogue
 from credit.errors import MutationHarnessError
 from credit.guardrails import CHECK_IDS, CHECK_NAMES, Pins, Verifier, default_pins, expectation_for
@@ -457,17 +466,10 @@ class SuiteResult:
         return not self.problems
 
 
-def genuine_notices(
-    cases: Path | str, policy: Policy | None = None, verifier: Verifier | None = None
-) -> tuple[int, list[Genuine]]:
-    """(cases read, the genuine notices): each decline and counteroffer rendered and
-    verified. A genuine notice that fails a check stops the run."""
-    policy = policy or default_policy()
-    verifier = verifier or Verifier()
-    read = 0
+def _genuine_of(entries: Sequence[CaseLine], policy: Policy, verifier: Verifier) -> list[Genuine]:
+    """Each decline and counteroffer among ``entries`` rendered and verified."""
     genuine: list[Genuine] = []
-    for entry in iter_cases(cases):
-        read += 1
+    for entry in entries:
         if entry.case is None:
             continue
         underwriting = decide_case(entry.case, policy)
@@ -484,24 +486,42 @@ def genuine_notices(
                 check=",".join(report.failed),
             )
         genuine.append(Genuine(notice.case_id, notice, expectation))
-    return read, genuine
+    return genuine
+
+
+def genuine_notices(
+    cases: Path | str,
+    policy: Policy | None = None,
+    verifier: Verifier | None = None,
+    *,
+    workers: int = 1,
+) -> tuple[int, list[Genuine]]:
+    """(cases read, the genuine notices): each decline and counteroffer rendered and
+    verified. A genuine notice that fails a check stops the run."""
+    policy = policy or default_policy()
+    entries = list(iter_cases(cases))
+    if workers > 1 and verifier is None:
+        chunks = _chunks(entries, workers)
+        parts = _in_pool(workers, _genuine_chunk, [(chunk, policy) for chunk in chunks])
+        return len(entries), [g for part in parts for g in part]
+    return len(entries), _genuine_of(entries, policy, verifier or Verifier())
 
 
 def _switched_off(_: object) -> tuple[bool, str]:
     return True, "switched off (meta-mutation)"
 
 
-def run_suite(
+_Partial = tuple[dict[str, MutatorResult], dict[str, tuple[int, int]]]
+
+
+def _suite_chunk(
     genuine: Sequence[Genuine],
-    *,
-    pins: Pins | None = None,
-    mutators: Sequence[Mutator] = MUTATORS,
-    frame: LegalFrame | None = None,
-    catalogue: Catalogue | None = None,
-) -> tuple[tuple[MutatorResult, ...], tuple[MetaResult, ...]]:
-    """Inject every mutator into every genuine notice, then run the meta-mutation."""
-    pins = pins or default_pins()
-    ctx = Context(frame or default_frame(), catalogue or default_catalogue())
+    pins: Pins,
+    mutators: Sequence[Mutator],
+    ctx: Context,
+) -> _Partial:
+    """The mutators and the meta-mutation over some genuine notices: each mutator's
+    counts and survivors, and for each check (mutants rerun, survivors)."""
     verifier = Verifier(pins)
     results = {m.id: MutatorResult(m.id, m.defect, m.intended) for m in mutators}
     mutants: dict[str, list[tuple[Genuine, Notice]]] = {m.id: [] for m in mutators}
@@ -527,20 +547,112 @@ def run_suite(
                 r.survivors.append(
                     Survivor(g.case_id, tuple(c for c in m.intended if c not in failed))
                 )
-    meta = []
+    meta: dict[str, tuple[int, int]] = {}
     for check in CHECK_IDS:
         off = Verifier(pins, checks={check: _switched_off})
-        chosen = tuple(m for m in mutators if check in m.intended)
         run_count = survivors = 0
-        for m in chosen:
+        for m in (m for m in mutators if check in m.intended):
             for g, mutant in mutants[m.id]:
                 run_count += 1
                 failed = set(off.verify(mutant, g.expectation).failed)
                 survivors += not all(c in failed for c in m.intended)
-        meta.append(
-            MetaResult(check, CHECK_NAMES[check], tuple(m.id for m in chosen), run_count, survivors)
+        meta[check] = (run_count, survivors)
+    return results, meta
+
+
+def run_suite(
+    genuine: Sequence[Genuine],
+    *,
+    pins: Pins | None = None,
+    mutators: Sequence[Mutator] = MUTATORS,
+    frame: LegalFrame | None = None,
+    catalogue: Catalogue | None = None,
+    workers: int = 1,
+) -> tuple[tuple[MutatorResult, ...], tuple[MetaResult, ...]]:
+    """Inject every mutator into every genuine notice, then run the meta-mutation
+    (on ``workers`` processes: the same result, merged in order)."""
+    pins = pins or default_pins()
+    ctx = Context(frame or default_frame(), catalogue or default_catalogue())
+    if workers > 1 and len(genuine) > 1:
+        chunks = _chunks(list(genuine), workers)
+        parts = _in_pool(
+            workers, _suite_chunk, [(chunk, pins, tuple(mutators), ctx) for chunk in chunks]
         )
-    return tuple(results.values()), tuple(meta)
+    else:
+        parts = [_suite_chunk(genuine, pins, mutators, ctx)]
+    results = {m.id: MutatorResult(m.id, m.defect, m.intended) for m in mutators}
+    totals = {check: [0, 0] for check in CHECK_IDS}
+    for part_results, part_meta in parts:  # in chunk order: survivors keep their order
+        for m in mutators:
+            r, p = results[m.id], part_results[m.id]
+            r.applied += p.applied
+            r.killed += p.killed
+            r.not_applicable += p.not_applicable
+            r.survivors += p.survivors
+        for check, (run_count, survivors) in part_meta.items():
+            totals[check][0] += run_count
+            totals[check][1] += survivors
+    meta = tuple(
+        MetaResult(
+            check,
+            CHECK_NAMES[check],
+            tuple(m.id for m in mutators if check in m.intended),
+            totals[check][0],
+            totals[check][1],
+        )
+        for check in CHECK_IDS
+    )
+    return tuple(results.values()), meta
+
+
+# ---------------------------------------------------------------- processes
+
+
+def _chunks(items: list[Any], workers: int) -> list[list[Any]]:
+    """``items`` cut in order into a few chunks a worker (to even out the load)."""
+    size = max(1, -(-len(items) // (workers * 4)))
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def _genuine_chunk(entries: Sequence[CaseLine], policy: Policy) -> list[Genuine]:
+    return _genuine_of(entries, policy, Verifier())
+
+
+def _in_pool(workers: int, fn: Callable[..., Any], calls: list[tuple[Any, ...]]) -> list[Any]:
+    """``fn(*call)`` for each call on ``workers`` processes, results in call order.
+    Forked where safe (no Arrow thread pool loaded in this process), else spawned."""
+    threaded = any(name in sys.modules for name in ("polars", "pyarrow"))
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods and not threaded else "spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures = [pool.submit(_captured, fn, *call) for call in calls]
+        outcomes = [future.result() for future in futures]
+    for outcome in outcomes:  # the first chunk's error, in order, as a serial run raises
+        if isinstance(outcome, _Raised):
+            raise outcome.rebuilt()
+    return outcomes
+
+
+@dataclass(frozen=True, slots=True)
+class _Raised:
+    """An error a worker raised, with its fields (a plain pickle keeps only args)."""
+
+    kind: type[Exception]
+    args: tuple[Any, ...]
+    fields: dict[str, Any]
+
+    def rebuilt(self) -> Exception:
+        err = self.kind.__new__(self.kind)
+        err.args = self.args
+        err.__dict__.update(self.fields)
+        return err
+
+
+def _captured(fn: Callable[..., Any], *args: Any) -> Any:
+    try:
+        return fn(*args)
+    except MutationHarnessError as err:
+        return _Raised(type(err), err.args, dict(err.__dict__))
 
 
 def _shown(path: Path | str) -> str:
@@ -548,10 +660,13 @@ def _shown(path: Path | str) -> str:
     return str(p.relative_to(REPO_ROOT)) if p.is_relative_to(REPO_ROOT) else str(p)
 
 
-def run(cases: Path | str, policy: Policy | None = None) -> SuiteResult:
-    """The whole suite over a case file (the bundled examples by default in the CLI)."""
-    read, genuine = genuine_notices(cases, policy)
-    mutators, meta = run_suite(genuine)
+def run(cases: Path | str, policy: Policy | None = None, *, workers: int = 1) -> SuiteResult:
+    """The whole suite over a case file (the bundled examples by default in the CLI),
+    on ``workers`` processes (the same result as one)."""
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
+    read, genuine = genuine_notices(cases, policy, workers=workers)
+    mutators, meta = run_suite(genuine, workers=workers)
     return SuiteResult(_shown(cases), read, len(genuine), mutators, meta)
 
 

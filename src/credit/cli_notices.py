@@ -193,6 +193,10 @@ def mutate_command(
     results: Annotated[
         Path, typer.Option("--results", help="Where mutations.json and mutations.md go.")
     ] = REPO_ROOT / "results",
+    workers: Annotated[
+        int,
+        typer.Option("--workers", min=1, help="Processes to run it on (the same results)."),
+    ] = 1,
 ) -> None:
     """Run the mutation suite M1-M14 and the meta-mutation; write the results.
 
@@ -203,7 +207,7 @@ def mutate_command(
     mutations = _mutations_module()
     started = time.perf_counter()
     try:
-        result = mutations.run(cases or default_cases_path())
+        result = mutations.run(cases or default_cases_path(), workers=workers)
     except CreditError as e:
         raise _fail(e, EXIT_BAD_INPUT if isinstance(e, ValueError) else EXIT_FAILED) from None
     wall = time.perf_counter() - started

@@ -13,6 +13,7 @@ on a referral.
 from __future__ import annotations
 
 import datetime as dt
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
@@ -21,7 +22,7 @@ from functools import partial
 from credit.catalogue import Catalogue, default_catalogue
 from credit.errors import NotInPolicyError, UndecidedCaseError
 from credit.models import Application, Case, CreditReport, Decision, Terms
-from credit.policy import BANDS, Policy, ProductPolicy
+from credit.policy import BANDS, BandPricing, Param, Policy, ProductPolicy
 from credit.underwriting.capacity import (
     amortised_payment,
     card_payment,
@@ -107,9 +108,12 @@ class _Context:
     policy: Policy
     catalogue: Catalogue
     product: ProductPolicy
+    lk: _Lookups
     figures: Figures
     basis: list[str] = field(default_factory=list)
     margins: dict[str, Decimal] = field(default_factory=dict)
+    searched: bool = False  # the counteroffer search has run (its result is ``offer``)
+    offer: Counteroffer | None = None
 
     @property
     def score_fails(self) -> bool:
@@ -134,6 +138,43 @@ class _Outcome:
     counteroffer: Counteroffer | None = None
 
 
+# ---------------------------------------------------------------- the policy, read once
+
+
+class _Lookups:
+    """What the steps read from one policy, built once per policy object: the product
+    and band pricing views and the bands by floor. (A Policy is immutable, so these
+    never go stale; they are the same objects ``policy.product()`` and
+    ``policy.pricing()`` would build on every call.)"""
+
+    def __init__(self, policy: Policy) -> None:
+        self.products = {p: policy.product(p) for p in ("auto", "card")}
+        self.pricing = {(p, b): policy.pricing(p, b) for p in ("auto", "card") for b in BANDS}
+        self.bands: tuple[tuple[str, Param], ...] = tuple(
+            (b, policy[f"scoreBands.{b}"])
+            for b in sorted(BANDS, key=lambda b: policy[f"scoreBands.{b}"].value, reverse=True)
+        )
+        self.head = (
+            f"policy={policy.name} v{policy.version} effective {policy.effective_date} "
+            f"sha256:{policy.sha256}"
+        )
+        self.cites = {key: param.cite() for key, param in policy.params.items()}  # by key
+
+
+_LOOKUPS: dict[int, tuple[weakref.ref[Policy], _Lookups]] = {}
+
+
+def _lookups(policy: Policy) -> _Lookups:
+    entry = _LOOKUPS.get(id(policy))
+    if entry is not None and entry[0]() is policy:
+        return entry[1]
+    key = id(policy)
+    built = _Lookups(policy)
+    table = _LOOKUPS  # the callback may run at shutdown, after module globals are cleared
+    _LOOKUPS[key] = (weakref.ref(policy, lambda _: table.pop(key, None)), built)
+    return built
+
+
 # ---------------------------------------------------------------- step 2: band the score
 
 
@@ -142,10 +183,10 @@ def _band(score: int | None, policy: Policy, basis: list[str], case_id: str) -> 
     if score is None:
         basis.append("scoreBands: no score returned by the bureau, band unscored")
         return "unscored"
-    for band in sorted(BANDS, key=lambda b: policy[f"scoreBands.{b}"].value, reverse=True):
-        floor = policy[f"scoreBands.{band}"]
+    lk = _lookups(policy)
+    for band, floor in lk.bands:
         if score >= floor.value:
-            basis.append(f"{floor.cite()}: score {score} is in band {band}")
+            basis.append(f"{lk.cites[floor.key]}: score {score} is in band {band}")
             return band
     raise UndecidedCaseError(
         f"score {score} is below every band's minimum", case_id=case_id, rule="scoreBands"
@@ -192,19 +233,20 @@ def _capacity(
     product: ProductPolicy,
     basis: list[str],
 ) -> Figures:
+    lk = _lookups(policy)
     money_q = policy["rounding.money"].value
     pct_q = policy["rounding.percent"].value
     apr: Decimal | None = None
     payment = Decimal("0.00")
     line: Decimal | None = None
     if band != "unscored":
-        pricing = policy.pricing(app.product, band)
+        pricing: BandPricing = lk.pricing[(app.product, band)]
         apr = pricing.apr.value
         if app.product == "auto":
             assert app.requested_amount is not None and app.term_months is not None
             payment = amortised_payment(app.requested_amount, apr, app.term_months, money_q)
             basis.append(
-                f"{pricing.apr.cite()}: payment {payment} on {app.requested_amount} "
+                f"{lk.cites[pricing.apr.key]}: payment {payment} on {app.requested_amount} "
                 f"over {app.term_months} months"
             )
         else:
@@ -213,12 +255,12 @@ def _capacity(
             line = min(pricing.line.value, app.requested_line)
             payment = card_payment(line, product.payment_pct_of_line.value, money_q)
             basis.append(
-                f"{pricing.line.cite()}: line assessed {line} (capped at {app.requested_line} "
-                f"requested)"
+                f"{lk.cites[pricing.line.key]}: line assessed {line} "
+                f"(capped at {app.requested_line} requested)"
             )
             basis.append(
-                f"{product.payment_pct_of_line.cite()}: payment {payment} on line {line}; "
-                f"{pricing.apr.cite()}"
+                f"{lk.cites[product.payment_pct_of_line.key]}: payment {payment} on line {line}; "
+                f"{lk.cites[pricing.apr.key]}"
             )
     else:
         basis.append("capacity: unscored, no band rate or line, DTI counts existing debt only")
@@ -248,12 +290,12 @@ def _cite_caps(ctx: _Context) -> None:
     f, p = ctx.figures, ctx.product
     if f.score is not None:
         verdict = "passes" if f.score >= f.min_score else "is below the minimum"
-        ctx.basis.append(f"{p.min_score.cite()}: score {f.score} {verdict}")
+        ctx.basis.append(f"{ctx.lk.cites[p.min_score.key]}: score {f.score} {verdict}")
     verdict = "passes" if f.dti_pct <= f.max_dti_pct else "is over the cap"
-    ctx.basis.append(f"{p.max_dti_pct.cite()}: DTI {f.dti_pct}% {verdict}")
+    ctx.basis.append(f"{ctx.lk.cites[p.max_dti_pct.key]}: DTI {f.dti_pct}% {verdict}")
     if f.ltv_pct is not None and p.max_ltv_pct is not None:
         verdict = "passes" if not ctx.ltv_fails else "is over the cap"
-        ctx.basis.append(f"{p.max_ltv_pct.cite()}: LTV {f.ltv_pct}% {verdict}")
+        ctx.basis.append(f"{ctx.lk.cites[p.max_ltv_pct.key]}: LTV {f.ltv_pct}% {verdict}")
 
 
 # ---------------------------------------------------------------- reasons (step 5)
@@ -303,7 +345,9 @@ def _adverse_reasons(ctx: _Context, *, score_principal: bool) -> tuple[StatedRea
     ordered = [r for kind in ctx.policy["factorOrder"].value for r in groups[kind]]
     cap = ctx.policy["maxReasons"]
     if len(ordered) > cap.value:
-        ctx.basis.append(f"{cap.cite()}: {len(ordered)} reasons found, the first {cap.value} kept")
+        ctx.basis.append(
+            f"{ctx.lk.cites[cap.key]}: {len(ordered)} reasons found, the first {cap.value} kept"
+        )
     return tuple(ordered[: cap.value])
 
 
@@ -320,10 +364,11 @@ def _refer_unusable_file(ctx: _Context) -> _Outcome | None:
     thin_tl = r.tradelines < min_tl.value
     thin_hist = r.history_months < min_hist.value
     ctx.basis.append(
-        f"{min_tl.cite()}: {r.tradelines} tradelines {'is a thin file' if thin_tl else 'pass'}"
+        f"{ctx.lk.cites[min_tl.key]}: {r.tradelines} tradelines "
+        f"{'is a thin file' if thin_tl else 'pass'}"
     )
     ctx.basis.append(
-        f"{min_hist.cite()}: {r.history_months} months of history "
+        f"{ctx.lk.cites[min_hist.key]}: {r.history_months} months of history "
         f"{'is a thin file' if thin_hist else 'pass'}"
     )
     if thin_tl:
@@ -445,9 +490,14 @@ def _largest_passing(lo: Decimal, hi: Decimal, ok: Callable[[Decimal], bool]) ->
 
 
 def _search(ctx: _Context) -> Counteroffer | None:
+    """The counteroffer search, run at most once a case (the decline and the
+    counteroffer steps both ask; the answer depends only on the case and policy)."""
     if ctx.figures.band == "unscored":
         return None
-    return _search_auto(ctx) if ctx.figures.product == "auto" else _search_card(ctx)
+    if not ctx.searched:
+        ctx.offer = _search_auto(ctx) if ctx.figures.product == "auto" else _search_card(ctx)
+        ctx.searched = True
+    return ctx.offer
 
 
 def _offer_terms(offer: Counteroffer) -> Terms:
@@ -478,14 +528,14 @@ def _counteroffer(ctx: _Context) -> _Outcome | None:
     p = ctx.product
     if offer.credit_line is not None:
         ctx.basis.append(
-            f"{p.counteroffer_step.cite()}: counteroffer line {offer.credit_line} at "
-            f"{offer.apr}% APR, DTI {offer.dti_pct}% passes {p.max_dti_pct.cite()}"
+            f"{ctx.lk.cites[p.counteroffer_step.key]}: counteroffer line {offer.credit_line} at "
+            f"{offer.apr}% APR, DTI {offer.dti_pct}% passes {ctx.lk.cites[p.max_dti_pct.key]}"
         )
     else:
         assert p.terms_allowed is not None
         ctx.basis.append(
-            f"{p.terms_allowed.cite()}; {p.counteroffer_step.cite()}: counteroffer "
-            f"{offer.amount} over {offer.term_months} months at {offer.apr}% APR, DTI "
+            f"{ctx.lk.cites[p.terms_allowed.key]}; {ctx.lk.cites[p.counteroffer_step.key]}: "
+            f"counteroffer {offer.amount} over {offer.term_months} months at {offer.apr}% APR, DTI "
             f"{offer.dti_pct}% and LTV {offer.ltv_pct}% pass every cap"
         )
     return _Outcome(
@@ -514,7 +564,7 @@ def _margin_reasons(ctx: _Context, basis: list[str]) -> tuple[StatedReason, ...]
     top = f.min_score + pts.value
     in_score = f.min_score <= f.score <= top
     basis.append(
-        f"{pts.cite()}: score {f.score} {'within' if in_score else 'outside'} margin "
+        f"{ctx.lk.cites[pts.key]}: score {f.score} {'within' if in_score else 'outside'} margin "
         f"{f.min_score}..{top}"
     )
     if in_score:
@@ -529,7 +579,7 @@ def _margin_reasons(ctx: _Context, basis: list[str]) -> tuple[StatedReason, ...]
     low = f.max_dti_pct - dm.value
     in_dti = low <= f.dti_pct <= f.max_dti_pct
     basis.append(
-        f"{dm.cite()}: DTI {f.dti_pct}% {'within' if in_dti else 'outside'} margin "
+        f"{ctx.lk.cites[dm.key]}: DTI {f.dti_pct}% {'within' if in_dti else 'outside'} margin "
         f"{low}..{f.max_dti_pct}"
     )
     if in_dti:
@@ -549,7 +599,7 @@ def _margin_reasons(ctx: _Context, basis: list[str]) -> tuple[StatedReason, ...]
         low_ltv = f.max_ltv_pct - lm.value
         in_ltv = low_ltv <= f.ltv_pct <= f.max_ltv_pct
         basis.append(
-            f"{lm.cite()}: LTV {f.ltv_pct}% {'within' if in_ltv else 'outside'} margin "
+            f"{ctx.lk.cites[lm.key]}: LTV {f.ltv_pct}% {'within' if in_ltv else 'outside'} margin "
             f"{low_ltv}..{f.max_ltv_pct}"
         )
         if in_ltv:
@@ -645,22 +695,20 @@ def underwrite(
                 case_id=case_id,
                 field=f"creditReport.keyFactors[{i}].code",
             )
-    product = policy.product(application.product)
+    lk = _lookups(policy)
+    product = lk.products[application.product]
     _check_request(application, product, case_id)
-    basis = [
-        f"policy={policy.name} v{policy.version} effective {policy.effective_date} "
-        f"sha256:{policy.sha256}"
-    ]
+    basis = [lk.head]
     band = _band(report.score, policy, basis, case_id)
     figures = _capacity(application, report.score, band, policy, product, basis)
-    ctx = _Context(case_id, application, report, policy, catalogue, product, figures, basis)
+    ctx = _Context(case_id, application, report, policy, catalogue, product, lk, figures, basis)
     _cite_caps(ctx)
     steps = policy["steps"]
     for step in steps.value:
         outcome = _STEPS[step](ctx)
         if outcome is None:
             continue
-        basis.append(f"{steps.cite()}: decided by {step}")
+        basis.append(f"{lk.cites[steps.key]}: decided by {step}")
         decision = Decision(
             product=figures.product,
             decision=outcome.decision,
@@ -673,7 +721,7 @@ def underwrite(
             confidence=confidence(ctx, outcome.decision, step),
         )
         return Underwriting(case_id, decision, outcome.reasons, figures, step, outcome.counteroffer)
-    raise UndecidedCaseError("no decision step applies", case_id=case_id, rule=steps.cite())
+    raise UndecidedCaseError("no decision step applies", case_id=case_id, rule=lk.cites[steps.key])
 
 
 def decide_case(case: Case, policy: Policy, catalogue: Catalogue | None = None) -> Underwriting:

@@ -1,0 +1,1 @@
+"""Peer engines the benchmarks compare ``credit`` with (GoRules zen-engine)."""
