@@ -309,3 +309,32 @@ def test_a_decision_always_validates_and_its_json_round_trips(case: dict[str, An
         assert 1 <= len(u.decision.factors) <= 4
     if u.decision.decision == "approve":
         assert u.decision.factors == ()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    lo=st.integers(-5, 50),
+    width=st.integers(-3, 400),
+    edge_offset=st.integers(-10, 420),
+    guess=st.one_of(st.none(), st.integers(-100, 600)),
+)
+def test_the_counteroffer_search_finds_the_largest_passing_step_from_any_starting_guess(
+    lo: int, width: int, edge_offset: int, guess: int | None
+) -> None:
+    """The search is exact whatever its closed-form guess: it only says where to start."""
+    from credit.underwriting.engine import _largest_passing
+
+    hi = lo + width
+    edge = lo + edge_offset  # ok(k) holds exactly for k < edge
+    calls: list[Decimal] = []
+
+    def ok(k: Decimal) -> bool:
+        calls.append(k)
+        return k < edge
+
+    found = _largest_passing(
+        Decimal(lo), Decimal(hi), ok, None if guess is None else Decimal(guess)
+    )
+    passing = [k for k in range(lo, hi + 1) if k < edge]
+    assert found == (Decimal(max(passing)) if passing else None)
+    assert all(lo <= k <= hi for k in calls)

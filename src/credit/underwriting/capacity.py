@@ -7,7 +7,16 @@ that rounded figure is both the one compared with a cap and the one stated.
 
 from __future__ import annotations
 
-from decimal import ROUND_HALF_UP, Decimal, localcontext
+from decimal import (
+    ROUND_HALF_EVEN,
+    ROUND_HALF_UP,
+    Context,
+    Decimal,
+    DivisionByZero,
+    InvalidOperation,
+    Overflow,
+    localcontext,
+)
 from functools import lru_cache
 
 __all__ = [
@@ -20,13 +29,21 @@ __all__ = [
 ]
 
 _PRECISION = 34  # digits carried before the final rounding (IEEE decimal128)
+# The context every operation below runs in: 34 digits, Python's default rounding and
+# traps. Calling its methods is the same arithmetic as operators inside
+# ``localcontext(prec=34)``, without entering a context per call (a hot path).
+_CTX = Context(
+    prec=_PRECISION,
+    rounding=ROUND_HALF_EVEN,
+    traps=[InvalidOperation, DivisionByZero, Overflow],
+)
 _HUNDRED = Decimal(100)
 _TWELVE_HUNDRED = Decimal(1200)
 
 
 def round_half_up(value: Decimal, quantum: Decimal) -> Decimal:
     """Round to the quantum (0.01, 0.1), halves away from zero."""
-    return value.quantize(quantum, rounding=ROUND_HALF_UP)
+    return value.quantize(quantum, rounding=ROUND_HALF_UP, context=_CTX)
 
 
 @lru_cache(maxsize=256)
@@ -44,16 +61,12 @@ def amortised_payment(
     amount: Decimal, apr_pct: Decimal, term_months: int, money_quantum: Decimal
 ) -> Decimal:
     """The fully amortising monthly payment P * r / (1 - (1 + r)^-n), half-up to the cent."""
-    with localcontext() as ctx:
-        ctx.prec = _PRECISION
-        return round_half_up(amount * payment_factor(apr_pct, term_months), money_quantum)
+    return round_half_up(_CTX.multiply(amount, payment_factor(apr_pct, term_months)), money_quantum)
 
 
 def card_payment(line: Decimal, payment_pct: Decimal, money_quantum: Decimal) -> Decimal:
     """The assessed card payment: a percentage of the line, half-up to the cent."""
-    with localcontext() as ctx:
-        ctx.prec = _PRECISION
-        return round_half_up(line * payment_pct / _HUNDRED, money_quantum)
+    return round_half_up(_CTX.divide(_CTX.multiply(line, payment_pct), _HUNDRED), money_quantum)
 
 
 def dti_pct(
@@ -64,15 +77,10 @@ def dti_pct(
     Computed as (debt + payment) x 1200 / annual income, which is the same quantity
     without rounding the monthly income first.
     """
-    with localcontext() as ctx:
-        ctx.prec = _PRECISION
-        return round_half_up(
-            (monthly_debt + new_payment) * _TWELVE_HUNDRED / annual_income, pct_quantum
-        )
+    numerator = _CTX.multiply(_CTX.add(monthly_debt, new_payment), _TWELVE_HUNDRED)
+    return round_half_up(_CTX.divide(numerator, annual_income), pct_quantum)
 
 
 def ltv_pct(amount: Decimal, vehicle_value: Decimal, pct_quantum: Decimal) -> Decimal:
     """Amount financed / vehicle value x 100, half-up."""
-    with localcontext() as ctx:
-        ctx.prec = _PRECISION
-        return round_half_up(amount * _HUNDRED / vehicle_value, pct_quantum)
+    return round_half_up(_CTX.divide(_CTX.multiply(amount, _HUNDRED), vehicle_value), pct_quantum)

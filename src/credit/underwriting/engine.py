@@ -28,6 +28,7 @@ from credit.underwriting.capacity import (
     card_payment,
     dti_pct,
     ltv_pct,
+    payment_factor,
     round_half_up,
 )
 
@@ -35,6 +36,8 @@ __all__ = ["Counteroffer", "Figures", "StatedReason", "Underwriting", "decide_ca
 
 _ONE = Decimal(1)
 _HALF = Decimal("0.5")
+_HUNDRED = Decimal(100)
+_TWELVE_HUNDRED = Decimal(1200)
 _CONFIDENCE_QUANTUM = Decimal("0.01")
 
 
@@ -424,8 +427,14 @@ def _search_auto(ctx: _Context) -> Counteroffer | None:
 
     best: Counteroffer | None = None
     assert app.term_months is not None
+    # Closed-form starting points: the payment the DTI cap leaves room for, and the
+    # amount the LTV cap allows (rounding makes them approximate; the search is exact).
+    room = p.max_dti_pct.value * income / _TWELVE_HUNDRED - debt
+    ltv_room = p.max_ltv_pct.value * value / _HUNDRED
     for term in (t for t in p.terms_allowed.value if t >= app.term_months):
-        k = _largest_passing(lo, hi, partial(_first, passes, term))
+        limit = min(room / payment_factor(apr, term), ltv_room)
+        guess = _guess_steps(limit, step)
+        k = _largest_passing(lo, hi, partial(_first, passes, term), guess)
         if k is None:
             continue
         _, payment, dti, ltv = passes(k, term)
@@ -452,7 +461,9 @@ def _search_card(ctx: _Context) -> Counteroffer | None:
         payment = card_payment(k * step, pct, money_q)
         return dti_pct(debt, payment, income, pct_q), payment
 
-    k = _largest_passing(lo, hi, lambda k: dti_of(k)[0] <= p.max_dti_pct.value)
+    room = p.max_dti_pct.value * income / _TWELVE_HUNDRED - debt
+    guess = _guess_steps(room * _HUNDRED / pct, step) if pct > 0 else None
+    k = _largest_passing(lo, hi, lambda k: dti_of(k)[0] <= p.max_dti_pct.value, guess)
     if k is None:
         return None
     dti, payment = dti_of(k)
@@ -476,17 +487,46 @@ def _floor_steps(value: Decimal, step: Decimal) -> Decimal:
     return (value / step).quantize(_ONE, rounding=ROUND_FLOOR)
 
 
-def _largest_passing(lo: Decimal, hi: Decimal, ok: Callable[[Decimal], bool]) -> Decimal | None:
-    """Largest integer k in [lo, hi] with ok(k), for ok monotone (true then false)."""
-    if hi < lo or not ok(lo):
+def _largest_passing(
+    lo: Decimal, hi: Decimal, ok: Callable[[Decimal], bool], guess: Decimal | None = None
+) -> Decimal | None:
+    """Largest integer k in [lo, hi] with ok(k), for ok monotone (true then false).
+
+    Exact whatever the guess: it only says where to start. From the guess the search
+    gallops (1, 2, 4, ... steps) to bracket the edge, then bisects the bracket; with a
+    closed-form guess near the edge that is a handful of evaluations."""
+    if hi < lo:
         return None
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if ok(mid):
-            lo = mid
+    k = min(max(guess if guess is not None else lo, lo), hi)
+    if ok(k):
+        good, d = k, Decimal(1)
+        while good + d <= hi and ok(good + d):
+            good += d
+            d *= 2
+        bad = min(good + d, hi + 1)  # fails, or lies past hi
+    else:
+        bad, d = k, Decimal(1)
+        while bad - d >= lo and not ok(bad - d):
+            bad -= d
+            d *= 2
+        if bad - d >= lo:
+            good = bad - d  # passes
+        elif bad > lo and ok(lo):
+            good = lo
         else:
-            hi = mid - 1
-    return lo
+            return None
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        if ok(mid):
+            good = mid
+        else:
+            bad = mid
+    return good
+
+
+def _guess_steps(limit: Decimal, step: Decimal) -> Decimal:
+    """Whole steps under a closed-form limit (a starting point only; may be negative)."""
+    return (limit / step).quantize(_ONE, rounding=ROUND_FLOOR) if limit > 0 else Decimal(0)
 
 
 def _search(ctx: _Context) -> Counteroffer | None:
