@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
 from importlib import resources
 from pathlib import Path
@@ -37,6 +37,8 @@ __all__ = [
     "default_policy",
     "default_policy_path",
     "load_policy",
+    "parameter_tree",
+    "read_parameters",
 ]
 
 BANDS = ("prime", "near-prime", "subprime")
@@ -107,18 +109,19 @@ _PARAM_REQUIRED = frozenset({"value", "unit", "reference"})
 _PARAM_OPTIONAL = frozenset({"description"})
 
 
-def _tree_of(keys: list[str]) -> dict[str, Any]:
+def parameter_tree(keys: Iterable[str]) -> dict[str, Any]:
+    """Dotted parameter keys as the nested mapping a data file spells them in."""
     tree: dict[str, Any] = {}
     for key in keys:
         node = tree
-        parts = key.split(".")
-        for part in parts[:-1]:
+        *parents, last = key.split(".")
+        for part in parents:
             node = node.setdefault(part, {})
-        node[parts[-1]] = None
+        node[last] = None
     return tree
 
 
-_TREE = _tree_of(list(_SCHEMA))
+_TREE = parameter_tree(_SCHEMA)
 
 
 def _read_value(kind: Kind, value: Any, *, file: str, key: str) -> Any:
@@ -146,12 +149,23 @@ def _read_value(kind: Kind, value: Any, *, file: str, key: str) -> Any:
     return names
 
 
-def _walk(node: Any, tree: dict[str, Any], prefix: str, file: str, out: dict[str, Param]) -> None:
+def read_parameters(
+    node: Any,
+    tree: Mapping[str, Any],
+    read_value: Callable[[str, Any, str], Any],
+    *,
+    file: str,
+    prefix: str = "",
+) -> dict[str, Param]:
+    """Read a tree of parameters (``value``, ``unit``, ``reference``, optional
+    ``description``) strictly: every key of ``tree`` must be there and no other.
+    ``read_value(key, raw, value_key)`` reads and checks one parameter's value."""
+    out: dict[str, Param] = {}
     data = expect_keys(node, required=set(tree), file=file, key=prefix)
     for name, sub in tree.items():
         key = f"{prefix}.{name}" if prefix else name
         if sub is not None:
-            _walk(data[name], sub, key, file, out)
+            out.update(read_parameters(data[name], sub, read_value, file=file, prefix=key))
             continue
         entry = expect_keys(
             data[name], required=_PARAM_REQUIRED, optional=_PARAM_OPTIONAL, file=file, key=key
@@ -161,10 +175,11 @@ def _walk(node: Any, tree: dict[str, Any], prefix: str, file: str, out: dict[str
         description = entry.get("description")
         if description is not None:
             description = read_str(description, file=file, key=f"{key}.description")
-        value = _read_value(_SCHEMA[key], entry["value"], file=file, key=f"{key}.value")
+        value = read_value(key, entry["value"], f"{key}.value")
         out[key] = Param(
             key=key, value=value, unit=unit, reference=reference, description=description
         )
+    return out
 
 
 class BandPricing(_Frozen):
@@ -287,9 +302,12 @@ def load_policy(path: Path | str, text: str | None = None) -> Policy:
         file=file,
         key="",
     )
-    params: dict[str, Param] = {}
-    body = {k: header[k] for k in top_tree}
-    _walk(body, top_tree, "", file, params)
+    params = read_parameters(
+        {k: header[k] for k in top_tree},
+        top_tree,
+        lambda key, raw, value_key: _read_value(_SCHEMA[key], raw, file=file, key=value_key),
+        file=file,
+    )
     policy = Policy(
         name=read_str(header["policy"], file=file, key="policy"),
         version=read_str(str(header["version"]), file=file, key="version"),

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from importlib import resources
@@ -30,7 +30,7 @@ from credit.errors import InputError, PolicyError
 from credit.governance.findings import KIND_REJECTED
 from credit.journal.base import DECISION_KIND, Store
 from credit.models import DECISIONS, Decision, MonitoringData, parse_decision
-from credit.policy import Param
+from credit.policy import Param, parameter_tree, read_parameters
 from credit.yamldata import (
     expect_keys,
     load_yaml,
@@ -84,19 +84,6 @@ _SCHEMA: dict[str, Kind] = {
 }
 _HEADER_REQUIRED = frozenset({"name", "version", "effectiveDate", "reference"})
 _HEADER_OPTIONAL = frozenset({"description"})
-_PARAM_REQUIRED = frozenset({"value", "unit", "reference"})
-_PARAM_OPTIONAL = frozenset({"description"})
-
-
-def _tree(keys: Iterable[str]) -> dict[str, Any]:
-    tree: dict[str, Any] = {}
-    for key in keys:
-        node = tree
-        *parents, last = key.split(".")
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[last] = None
-    return tree
 
 
 def _read_list(kind: Kind, value: Any, *, file: str, key: str) -> tuple[Any, ...]:
@@ -126,30 +113,6 @@ def _read_param(kind: Kind, value: Any, *, file: str, key: str) -> Any:
     if kind == "int":
         return read_int(value, file=file, key=key)
     return _read_list(kind, value, file=file, key=key)
-
-
-def _walk(node: Any, tree: dict[str, Any], prefix: str, file: str, out: dict[str, Param]) -> None:
-    data = expect_keys(node, required=set(tree), file=file, key=prefix)
-    for name, sub in tree.items():
-        key = f"{prefix}.{name}" if prefix else name
-        if sub is not None:
-            _walk(data[name], sub, key, file, out)
-            continue
-        entry = expect_keys(
-            data[name], required=_PARAM_REQUIRED, optional=_PARAM_OPTIONAL, file=file, key=key
-        )
-        description = entry.get("description")
-        out[key] = Param(
-            key=key,
-            value=_read_param(_SCHEMA[key], entry["value"], file=file, key=f"{key}.value"),
-            unit=read_str(entry["unit"], file=file, key=f"{key}.unit"),
-            reference=read_str(entry["reference"], file=file, key=f"{key}.reference"),
-            description=(
-                read_str(description, file=file, key=f"{key}.description")
-                if description is not None
-                else None
-            ),
-        )
 
 
 @dataclass(frozen=True)
@@ -293,7 +256,7 @@ def load_fair_lending_config(path: Path | str, text: str | None = None) -> FairL
     path = Path(path)
     file = str(path)
     text, raw = read_source(path, text)
-    tree = _tree(_SCHEMA)
+    tree = parameter_tree(_SCHEMA)
     doc = expect_keys(
         load_yaml(path, text),
         required=_HEADER_REQUIRED | set(tree),
@@ -301,8 +264,12 @@ def load_fair_lending_config(path: Path | str, text: str | None = None) -> FairL
         file=file,
         key="",
     )
-    params: dict[str, Param] = {}
-    _walk({k: doc[k] for k in tree}, tree, "", file, params)
+    params = read_parameters(
+        {k: doc[k] for k in tree},
+        tree,
+        lambda key, raw, value_key: _read_param(_SCHEMA[key], raw, file=file, key=value_key),
+        file=file,
+    )
     config = FairLendingConfig(
         name=read_str(doc["name"], file=file, key="name"),
         version=read_str(str(doc["version"]), file=file, key="version"),
