@@ -19,6 +19,7 @@ import hmac
 import secrets
 import threading
 import time
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Final, Protocol
 
@@ -147,13 +148,16 @@ class _Verified:
             self._seen[tag] = (principal, time.monotonic() + VERIFIED_TTL_S)
 
 
-class _KeyStoreBase:
+class _KeyStoreBase(ABC):
+    """Authentication over a store of hashed keys; subclasses say where rows live."""
+
     def __init__(self, *, scrypt_n: int = SCRYPT_N) -> None:
         self._verified = _Verified()
         self._scrypt_n = scrypt_n
 
+    @abstractmethod
     def _row(self, key_id: str) -> tuple[ApiKey, str] | None:
-        raise NotImplementedError
+        """The key's record and its stored hash, or None."""
 
     def authenticate(self, key: str) -> Principal | None:
         cached = self._verified.get(key)
