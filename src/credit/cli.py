@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections import Counter
 from pathlib import Path
 from typing import Annotated
 
@@ -29,6 +28,7 @@ from credit.cases import CaseLine, iter_cases
 from credit.cli_governance import register_governance
 from credit.cli_journal import journal_app
 from credit.cli_notices import register_notices
+from credit.cli_tables import outcome_table
 from credit.errors import CreditError, InputError, PolicyError
 from credit.pipeline import RunSummary
 from credit.policy import Policy, default_policy, load_policy
@@ -113,25 +113,6 @@ def decide(
     _report_failures(failures, total)
     if failures:
         raise typer.Exit(EXIT_BAD_INPUT)
-
-
-def _summary_table(counts: Counter[tuple[str, str, str]]) -> Table:
-    outcomes = ("approve", "counteroffer", "decline", "refer")
-    table = Table(title="Outcomes by product and score band")
-    table.add_column("product")
-    table.add_column("band")
-    for outcome in outcomes:
-        table.add_column(outcome, justify="right")
-    table.add_column("total", justify="right")
-    for product in ("auto", "card"):
-        for band in ("prime", "near-prime", "subprime", "unscored"):
-            row = [counts[(product, band, o)] for o in outcomes]
-            if sum(row):
-                table.add_row(product, band, *map(str, row), str(sum(row)))
-    totals = [sum(v for (_, _, oc), v in counts.items() if oc == o) for o in outcomes]
-    table.add_section()
-    table.add_row("all", "", *map(str, totals), str(sum(totals)), style="bold")
-    return table
 
 
 def _governance_table(summary: RunSummary) -> Table:
@@ -234,7 +215,7 @@ def run(
         summary = pipeline.run(lines, source=str(path))
     label = ", ".join(f"{p.label} (sha256 {p.sha256[:12]}...)" for p in registry.policies)
     out.print(f"policy {label}; cases from {path}; notices sent to {outbox}/")
-    out.print(_summary_table(summary.outcomes))
+    out.print(outcome_table(summary.outcomes))
     out.print(_governance_table(summary))
     chain = summary.chain
     if chain is not None and chain.ok:

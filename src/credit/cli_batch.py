@@ -34,6 +34,7 @@ from rich.progress import (
 from rich.table import Table
 
 from credit.cli import EXIT_BAD_INPUT, app
+from credit.cli_tables import outcome_table
 from credit.errors import CreditError, InputError, MissingExtraError, PolicyError
 from credit.policy import Policy, default_policy, load_policy
 
@@ -180,26 +181,10 @@ def batch_decide(
         f"rows read from {source}; decisions written to {out}",
         highlight=False,
     )
-    _out.print(_outcome_table(outcomes))
+    _out.print(outcome_table(outcomes))
     _report_problems(problems, read)
     if problems:
         raise typer.Exit(EXIT_BAD_INPUT)
-
-
-def _outcome_table(counts: Counter[tuple[str, str, str]]) -> Table:
-    outcomes = ("approve", "counteroffer", "decline", "refer")
-    table = Table(title="Outcomes by product and score band")
-    table.add_column("product")
-    table.add_column("band")
-    for outcome in outcomes:
-        table.add_column(outcome, justify="right")
-    table.add_column("total", justify="right")
-    for product in ("auto", "card"):
-        for band in ("prime", "near-prime", "subprime", "unscored"):
-            row = [counts[(product, band, o)] for o in outcomes]
-            if sum(row):
-                table.add_row(product, band, *(f"{n:,}" for n in row), f"{sum(row):,}")
-    return table
 
 
 # ---------------------------------------------------------------- credit backtest
