@@ -23,7 +23,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from credit.errors import PolicyError
-from credit.yamldata import expect_keys, load_yaml, read_date, read_decimal, read_int, read_str
+from credit.yamldata import (
+    expect_keys,
+    load_yaml,
+    read_date,
+    read_decimal,
+    read_int,
+    read_source,
+    read_str,
+)
 
 __all__ = [
     "BANDS",
@@ -281,30 +289,19 @@ class Policy(_Frozen):
 def load_policy(path: Path | str, text: str | None = None) -> Policy:
     """Load and validate a policy file; its SHA-256 is of the file's exact bytes."""
     path = Path(path)
-    if text is None:
-        try:
-            raw = path.read_bytes()
-        except OSError as err:
-            raise PolicyError(f"cannot read: {err.strerror}", file=str(path)) from None
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise PolicyError("not UTF-8 text", file=str(path)) from None
-    else:
-        raw = text.encode("utf-8")
+    text, raw = read_source(path, text)
     file = str(path)
     document = load_yaml(path, text)
-    top_tree = {k: v for k, v in _TREE.items()}
     header = expect_keys(
         document,
-        required=_HEADER_REQUIRED | set(top_tree),
+        required=_HEADER_REQUIRED | set(_TREE),
         optional=_HEADER_OPTIONAL,
         file=file,
         key="",
     )
     params = read_parameters(
-        {k: header[k] for k in top_tree},
-        top_tree,
+        {k: header[k] for k in _TREE},
+        _TREE,
         lambda key, raw, value_key: _read_value(_SCHEMA[key], raw, file=file, key=value_key),
         file=file,
     )
