@@ -88,6 +88,9 @@ _SCHEMA: dict[str, Kind] = {
     "factorOrder": "factor-order",
     "maxReasons": "int",
     "confidenceFloor": "decimal",
+    "noticeDeadlineDays": "int",
+    "scoreScale.min": "int",
+    "scoreScale.max": "int",
     "rounding.money": "decimal",
     "rounding.percent": "decimal",
     **{f"scoreBands.{band}": "int" for band in BANDS},
@@ -331,6 +334,14 @@ def _check_coherent(policy: Policy) -> None:
             "band minimums must descend: prime > near-prime > subprime",
         ),
         (policy["maxReasons"].value >= 1, "maxReasons", "must be at least 1"),
+        (policy["noticeDeadlineDays"].value >= 1, "noticeDeadlineDays", "must be at least 1"),
+        (
+            policy["scoreScale.min"].value
+            <= policy["scoreBands.subprime"].value
+            < policy["scoreScale.max"].value,
+            "scoreScale",
+            "the scale must hold every band: scoreScale.min <= subprime floor < scoreScale.max",
+        ),
         (
             Decimal(0) <= policy["confidenceFloor"].value <= 1,
             "confidenceFloor",
