@@ -14,9 +14,17 @@ from typing import Any
 from conftest import POLICY, decide
 from credit.journal import Store
 from credit.policy import Policy
+from credit.roles import Actor, Role
 from credit.underwriting import Underwriting
 
 CASE_FIELDS = ("caseId", "asOf", "application", "creditReport")
+
+# People, each named by a key (the journal records the key's id and name).
+DANA = Actor("Dana Reviewer", Role.REVIEWER, "k-dana")
+LEE = Actor("Lee Reviewer", Role.REVIEWER, "k-lee")
+KIM = Actor("Kim Reviewer", Role.REVIEWER, "k-kim")
+OLGA = Actor("Olga Officer", Role.OFFICER, "k-olga")
+OMAR = Actor("Omar Officer", Role.OFFICER, "k-omar")
 
 
 def monitoring(
@@ -49,9 +57,16 @@ def record(
         store.put_monitoring(case["caseId"], monitor)
     wire = underwriting.decision.to_wire()
     wire.update(changes or {})
-    store.record_decision(
-        case["caseId"], {"decision": wire, "status": "held", "underwriter": underwriter}
-    )
+    reasons = [{"code": r.code, "values": dict(r.values)} for r in underwriting.reasons]
+    payload: dict[str, Any] = {
+        "decision": wire,
+        "reasons": reasons,
+        "status": "held",
+        "underwriter": underwriter,
+    }
+    if underwriting.counteroffer is not None:
+        payload["offer"] = {"payment": underwriting.counteroffer.payment}
+    store.record_decision(case["caseId"], payload)
     return underwriting
 
 

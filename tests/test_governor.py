@@ -152,6 +152,7 @@ def test_a_valid_decision_is_recorded_held_with_who_decided_and_under_which_poli
     assert entry.kind == DECISION_KIND
     assert entry.payload == {
         "decision": parse_decision(wire).to_wire(),
+        "reasons": [],
         "status": "held",
         "heldFor": "keystone",
         "underwriter": "rules",

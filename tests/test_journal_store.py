@@ -423,6 +423,7 @@ def test_the_sql_store_offers_no_way_to_update_or_delete() -> None:
         "entries",
         "get_case",
         "get_monitoring",
+        "last_seq",
         "put_case",
         "put_monitoring",
         "record_decision",

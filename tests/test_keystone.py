@@ -6,11 +6,12 @@ from __future__ import annotations
 import pytest
 
 from conftest import auto_case, card_case, decide
-from credit.errors import CaseNotHeldError, GovernanceError
+from credit.errors import AccessError, CaseNotHeldError, GovernanceError
 from credit.governance.findings import KIND_EQUIPOISE, Review
 from credit.governance.keystone import GATE, Keystone
 from credit.journal import InMemoryStore
-from governance_support import kinds, monitoring, record
+from credit.roles import Actor, Role
+from governance_support import DANA, KIM, LEE, kinds, monitoring, record
 
 
 @pytest.fixture
@@ -103,37 +104,61 @@ def test_a_review_interrupted_after_equipoise_is_completed_without_running_it_tw
     assert kinds(store, "K1").count("review.backstop") == 1
 
 
-def test_a_persons_release_journals_who_and_why_and_the_case_leaves_the_held_list(
+def test_a_held_decision_is_approved_by_one_reviewer_and_released_by_a_second(
     store: InMemoryStore,
 ) -> None:
     record(store, auto_case(case_id="K2", score=560), changes={"decision": "refer"})
     keystone = Keystone(store)
     keystone.review("K2")
-    entry = keystone.release("K2", "Dana Reviewer", "  referral is appropriate; file checked ")
-    assert entry.kind == "keystone.released"
-    assert entry.payload["by"] == "Dana Reviewer"
-    assert entry.payload["reason"] == "referral is appropriate; file checked"
-    assert [f["code"] for f in entry.payload["findings"]] == ["backstop.disagreement"]
+    first = keystone.release("K2", DANA, "  referral is appropriate; file checked ")
+    assert (first.outcome, first.entry.kind) == ("approved", "keystone.approved")
+    assert first.entry.payload["by"] == "Dana Reviewer"
+    assert first.entry.payload["keyId"] == "k-dana"
+    assert first.entry.payload["reason"] == "referral is appropriate; file checked"
+    assert [f["code"] for f in first.entry.payload["findings"]] == ["backstop.disagreement"]
     status = keystone.status("K2")
-    assert (status.state, status.decided_by) == ("released", "Dana Reviewer")
+    assert (status.state, status.approved_by) == ("held", ("Dana Reviewer",))
+    second = keystone.release("K2", LEE, "agreed")
+    assert (second.outcome, second.entry.kind) == ("released", "keystone.released")
+    assert second.entry.payload["approvedBy"] == [
+        {"by": "Dana Reviewer", "keyId": "k-dana", "seq": first.entry.seq}
+    ]
+    status = keystone.status("K2")
+    assert (status.state, status.decided_by) == ("released", "Lee Reviewer")
     assert keystone.held_cases() == []
 
 
-def test_a_second_release_of_the_same_case_is_refused_naming_the_case(
+def test_the_reviewer_who_approved_cannot_release_it_too_four_eyes(store: InMemoryStore) -> None:
+    record(store, auto_case(case_id="K2", score=560), changes={"decision": "refer"})
+    keystone = Keystone(store)
+    keystone.review("K2")
+    keystone.release("K2", DANA, "checked")
+    count = len(store.entries())
+    with pytest.raises(CaseNotHeldError, match="a second person must release it") as caught:
+        keystone.release("K2", DANA, "again, me")
+    assert caught.value.state == "held"
+    same_name = Actor("Dana Reviewer", Role.REVIEWER, "k-other")
+    with pytest.raises(CaseNotHeldError, match="approved this decision already"):
+        keystone.release("K2", same_name, "a second key of mine")
+    assert len(store.entries()) == count
+
+
+def test_a_second_release_of_a_released_case_is_refused_naming_the_case(
     store: InMemoryStore,
 ) -> None:
     record(store, auto_case(case_id="K2", score=560), changes={"decision": "refer"})
     keystone = Keystone(store)
     keystone.review("K2")
-    keystone.release("K2", "Dana", "checked")
+    keystone.release("K2", DANA, "checked")
+    keystone.release("K2", LEE, "checked too")
     count = len(store.entries())
     with pytest.raises(CaseNotHeldError) as caught:
-        keystone.release("K2", "Lee", "again")
+        keystone.release("K2", KIM, "again")
     assert caught.value.case_id == "K2"
-    assert caught.value.state == "released"
+    assert caught.value.state == "referred"
     assert str(caught.value) == (
-        "case K2, keystone: cannot release: case K2 is not held, it was already released "
-        f"by Dana (entry {count})"
+        "case K2, keystone: cannot release: case K2 is not held, it is referred (its "
+        f"decision was released by Lee Reviewer, entry {count})"
     )
     assert len(store.entries()) == count
 
@@ -144,14 +169,15 @@ def test_a_persons_reject_journals_who_and_why_and_a_later_release_is_refused(
     record(store, auto_case(case_id="K2", score=560), changes={"decision": "approve"})
     keystone = Keystone(store)
     keystone.review("K2")
-    entry = keystone.reject("K2", "Dana", "the file supports a decline, not an approval")
-    assert (entry.kind, entry.payload["by"]) == ("keystone.rejected", "Dana")
+    entry = keystone.reject("K2", DANA, "the file supports a decline, not an approval")
+    assert (entry.kind, entry.payload["by"]) == ("keystone.rejected", "Dana Reviewer")
+    assert entry.payload["keyId"] == "k-dana"
     assert keystone.status("K2").state == "rejected"
-    with pytest.raises(CaseNotHeldError, match="already rejected by Dana") as caught:
-        keystone.release("K2", "Lee", "override")
+    with pytest.raises(CaseNotHeldError, match="rejected by Dana Reviewer") as caught:
+        keystone.release("K2", LEE, "override")
     assert caught.value.state == "rejected"
     with pytest.raises(CaseNotHeldError):
-        keystone.reject("K2", "Lee", "twice")
+        keystone.reject("K2", LEE, "twice")
 
 
 def test_a_case_the_gate_released_cannot_be_released_or_rejected_by_a_person(
@@ -160,8 +186,8 @@ def test_a_case_the_gate_released_cannot_be_released_or_rejected_by_a_person(
     record(store, auto_case(case_id="K1"), monitor=monitoring())
     keystone = Keystone(store)
     keystone.review("K1")
-    with pytest.raises(CaseNotHeldError, match="already released by the Keystone gate"):
-        keystone.reject("K1", "Dana", "late")
+    with pytest.raises(CaseNotHeldError, match="released by the Keystone gate"):
+        keystone.reject("K1", DANA, "late")
 
 
 def test_a_case_with_no_recorded_decision_cannot_be_reviewed_released_or_rejected(
@@ -172,8 +198,8 @@ def test_a_case_with_no_recorded_decision_cannot_be_reviewed_released_or_rejecte
     with pytest.raises(GovernanceError, match="case NOPE, keystone: no decision is recorded"):
         keystone.review("NOPE")
     with pytest.raises(CaseNotHeldError, match="no decision is recorded for case NOPE") as caught:
-        keystone.release("NOPE", "Dana", "why not")
-    assert caught.value.state == "not-recorded"
+        keystone.release("NOPE", DANA, "why not")
+    assert caught.value.state == "received"
 
 
 def test_a_release_before_the_reviews_ran_is_refused_but_a_reject_is_allowed(
@@ -183,18 +209,33 @@ def test_a_release_before_the_reviews_ran_is_refused_but_a_reject_is_allowed(
     record(store, auto_case(case_id="K9"), monitor=monitoring())
     keystone = Keystone(store)
     with pytest.raises(GovernanceError, match="have not reviewed it yet") as caught:
-        keystone.release("K1", "Dana", "looks fine")
+        keystone.release("K1", DANA, "looks fine")
     assert not isinstance(caught.value, CaseNotHeldError)
-    assert keystone.reject("K9", "Dana", "withdrawn by the applicant").kind == "keystone.rejected"
+    assert keystone.reject("K9", DANA, "withdrawn by the applicant").kind == "keystone.rejected"
 
 
-@pytest.mark.parametrize(("by", "reason"), [("", "a reason"), ("  ", "a reason"), ("Dana", " ")])
-def test_a_persons_decision_must_name_the_person_and_give_a_reason(
-    store: InMemoryStore, by: str, reason: str
-) -> None:
+@pytest.mark.parametrize("reason", ["", "  "])
+def test_a_persons_decision_must_give_a_reason(store: InMemoryStore, reason: str) -> None:
     record(store, auto_case(case_id="K1"), monitor=monitoring())
-    with pytest.raises(GovernanceError, match=r"must (name the person|give a reason)"):
-        Keystone(store).reject("K1", by, reason)
+    with pytest.raises(GovernanceError, match=r"must give a reason"):
+        Keystone(store).reject("K1", DANA, reason)
+
+
+@pytest.mark.parametrize("role", [Role.OFFICER, Role.UNDERWRITER, Role.AUDITOR, Role.INTAKE])
+def test_only_a_reviewer_releases_or_rejects_a_held_decision(
+    store: InMemoryStore, role: Role
+) -> None:
+    record(store, auto_case(case_id="K2", score=560), changes={"decision": "refer"})
+    keystone = Keystone(store)
+    keystone.review("K2")
+    count = len(store.entries())
+    someone = Actor("Someone", role, "k-someone")
+    with pytest.raises(AccessError) as caught:
+        keystone.release("K2", someone, "mine")
+    assert caught.value.status == 403
+    with pytest.raises(AccessError):
+        keystone.reject("K2", someone, "mine")
+    assert len(store.entries()) == count
 
 
 def test_the_gate_state_is_derived_from_the_journal_alone(store: InMemoryStore) -> None:

@@ -150,12 +150,19 @@ async def read_and_decide(model: ModelTools) -> dict[str, Any]:
         as_of=dt.date.fromisoformat(app["asOf"]),
     )
     wire: dict[str, Any] = jsonable(result.decision.to_wire())
+    wire["__reasonCodes"] = list(result.reason_codes)
     return wire
+
+
+def _record(wire: dict[str, Any]) -> dict[str, Any]:
+    """record_decision's arguments: the decision and its reason codes."""
+    codes = wire.pop("__reasonCodes", [])
+    return {"decision": wire, "reasonCodes": codes}
 
 
 async def faithful(model: ModelTools) -> str:
     wire = await read_and_decide(model)
-    ok, _ = await model.call("record_decision", {"decision": wire})
+    ok, _ = await model.call("record_decision", _record(wire))
     return dumps(wire) if ok else "the record was refused"
 
 
@@ -163,7 +170,7 @@ def citing(factor: str) -> Script:
     async def script(model: ModelTools) -> str:
         wire = await read_and_decide(model)
         wire["factors"] = [*wire["factors"], factor]
-        await model.call("record_decision", {"decision": wire})
+        await model.call("record_decision", _record(wire))
         return dumps(wire)
 
     return script
@@ -171,8 +178,9 @@ def citing(factor: str) -> Script:
 
 async def twice(model: ModelTools) -> str:
     wire = await read_and_decide(model)
-    await model.call("record_decision", {"decision": wire})
-    await model.call("record_decision", {"decision": wire})
+    arguments = _record(wire)
+    await model.call("record_decision", arguments)
+    await model.call("record_decision", arguments)
     return dumps(wire)
 
 
@@ -361,13 +369,19 @@ def test_the_post_tool_use_hook_strips_what_reaches_it_and_journals_the_layer() 
 
 
 def test_a_session_that_ends_in_error_is_an_underwriter_error_and_is_journaled() -> None:
-    store, _, _ = setup_case(auto_case(case_id="C-ERR"))
-    underwriter = ClaudeUnderwriter(query=ScriptedModel(faithful, is_error=True))
-    with pytest.raises(UnderwriterError) as caught:
-        SparkRuntime(store, registry=REGISTRY).run_turn("C-ERR", underwriter)
-    assert caught.value.case_id == "C-ERR" and caught.value.underwriter == "claude"
-    (turn,) = store.entries("C-ERR", kinds=[UNDERWRITER_TURN])
+    store, _, _ = setup_case(auto_case(case_id="C-ERR2"))
+    underwriter = ClaudeUnderwriter(query=ScriptedModel(say_nothing, is_error=True))
+    result = SparkRuntime(store, registry=REGISTRY).run_turn("C-ERR2", underwriter)
+    assert isinstance(result.error, UnderwriterError)
+    assert result.error.case_id == "C-ERR2" and result.error.underwriter == "claude"
+    (turn,) = store.entries("C-ERR2", kinds=[UNDERWRITER_TURN])
     assert "error_during_execution" in turn.payload["error"]
+    (failed,) = store.entries("C-ERR2", kinds=["turn.failed"])
+    assert failed.payload["errorType"] == "UnderwriterError"
+
+
+async def say_nothing(model: ModelTools) -> str:
+    return "nothing to say"
 
 
 def test_without_the_llm_extra_the_adapter_says_which_extra_to_install(

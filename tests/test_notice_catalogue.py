@@ -98,17 +98,24 @@ def test_every_code_the_underwriter_names_has_a_catalogue_entry() -> None:
     assert named <= set(CATALOGUE.entries), sorted(named - set(CATALOGUE.entries))
 
 
-def test_every_catalogue_entry_is_a_named_code_or_a_bureau_key_factor() -> None:
+def test_every_rule_reason_is_a_named_code_or_a_bureau_key_factor() -> None:
     key_factor_codes = set(CATALOGUE.by_bureau_code.values())
-    assert set(CATALOGUE.entries) == _codes_named_in_the_engine() | key_factor_codes
+    assert set(CATALOGUE.rule_codes()) == _codes_named_in_the_engine() | key_factor_codes
 
 
-def test_every_catalogue_entry_is_reachable_from_some_case() -> None:
+def test_the_reasons_only_a_person_states_are_all_ones_a_person_may_cite() -> None:
+    person_only = set(CATALOGUE.entries) - set(CATALOGUE.rule_codes())
+    assert person_only, "the catalogue has the Form C-1 reasons a credit officer cites"
+    assert person_only <= set(CATALOGUE.citable())
+
+
+def test_every_rule_reason_is_reachable_from_some_case() -> None:
     emitted: set[str] = set()
     for case in _reachability_cases():
         _, underwriting = decided(case)
         emitted |= set(underwriting.reason_codes)
-    assert emitted == set(CATALOGUE.entries), sorted(set(CATALOGUE.entries) - emitted)
+    rule_codes = set(CATALOGUE.rule_codes())
+    assert emitted == rule_codes, sorted(rule_codes - emitted)
 
 
 def test_every_adverse_entry_states_an_applicant_value_in_every_wording() -> None:
@@ -165,6 +172,15 @@ def _sample_values(states: tuple[str, ...]) -> dict[str, str]:
         "ltvPct": "125.0",
         "maxLtvPct": "120.0",
         "keyFactorValue": "3 accounts",
+        "bureauName": "Example Credit Bureau",
+        "tradelines": "2",
+        "historyMonths": "7",
+        "annualIncome": "$84,000.00",
+        "monthlyDebtPayments": "$1,250.00",
+        "derogatoryCount": "3",
+        "lastDerogatoryMonthsAgo": "14",
+        "vehicleValue": "$13,500.00",
+        "requestedAmount": "$28,000.00",
     }
     return {name: sample[name] for name in states}
 

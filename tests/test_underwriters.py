@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import pytest
 
 from conftest import auto_case, card_case
 from credit.canonical import dumps, loads
@@ -26,11 +25,13 @@ from credit.governance.refusal import (
     is_typed_refusal,
 )
 from credit.journal import InMemoryStore
+from credit.lifecycle import fold
 from credit.models import parse_case
 from credit.policy import PolicyRegistry, default_policy, load_policy
 from credit.tools import TOOL_NAMES, CaseTools, ToolSession, jsonable, open_session
 from credit.underwriters import (
     SAFETY_REFUSAL,
+    TURN_FAILED,
     UNDERWRITER_TURN,
     RulesUnderwriter,
     SparkRuntime,
@@ -206,19 +207,49 @@ def test_a_broken_guard_fails_closed_and_the_turn_is_refused() -> None:
     assert governor.verdict().violated == (BOUNDARY_PROHIBITED_BASIS_REACHED_UNDERWRITER,)
 
 
-def test_an_underwriter_that_raises_is_journaled_and_the_error_propagates() -> None:
+def test_an_underwriter_that_raises_is_journaled_once_as_a_failed_turn_for_a_person() -> None:
     class Failing:
         name = "failing"
 
         async def run(self, tools: CaseTools, context: TurnContext) -> str:
-            raise UndecidedCaseError("no decision step applies", case_id=context.case_id)
+            raise UndecidedCaseError(
+                "no decision step applies", case_id=context.case_id, rule="steps"
+            )
 
     store = InMemoryStore()
     intake(auto_case(case_id="C-FAIL"), store)
-    with pytest.raises(UndecidedCaseError):
-        SparkRuntime(store).run_turn("C-FAIL", Failing())
+    result = SparkRuntime(store).run_turn("C-FAIL", Failing())
+    assert isinstance(result.error, UndecidedCaseError)
+    assert result.failed and result.decision_entry is None
     (turn,) = store.entries("C-FAIL", kinds=[UNDERWRITER_TURN])
     assert turn.payload["error"].startswith("UndecidedCaseError")
+    (failed,) = store.entries("C-FAIL", kinds=[TURN_FAILED])
+    assert failed.payload["stage"] == "underwriter"
+    assert failed.payload["errorType"] == "UndecidedCaseError"
+    assert failed.payload["rule"] == "steps"
+    life = fold("C-FAIL", store.entries("C-FAIL"), PolicyRegistry.bundled())
+    assert (life.state, life.item and life.item.kind, life.item and life.item.role) == (
+        "failed",
+        "failed",
+        "officer",
+    )
+
+
+def test_an_underwriter_that_ends_without_recording_a_decision_is_a_failed_turn() -> None:
+    class Silent:
+        name = "silent"
+
+        async def run(self, tools: CaseTools, context: TurnContext) -> str:
+            tools.get_application()
+            return "I looked at it."
+
+    store = InMemoryStore()
+    intake(auto_case(case_id="C-QUIET"), store)
+    result = SparkRuntime(store).run_turn("C-QUIET", Silent())
+    assert result.failure == "the underwriter ended its turn without recording a decision"
+    (failed,) = store.entries("C-QUIET", kinds=[TURN_FAILED])
+    assert failed.payload["errorType"] == "NoDecisionRecorded"
+    assert failed.payload["toolCalls"] == ["get_application"]
 
 
 def test_the_rules_underwriter_refuses_a_policy_its_registry_does_not_hold(tmp_path: Path) -> None:
@@ -227,8 +258,11 @@ def test_the_rules_underwriter_refuses_a_policy_its_registry_does_not_hold(tmp_p
     store = InMemoryStore()
     intake(auto_case(case_id="C-POL"), store)
     runtime = SparkRuntime(store, registry=PolicyRegistry([other]))
-    with pytest.raises(PolicyError, match="registry does not hold"):
-        runtime.run_turn("C-POL", RulesUnderwriter(PolicyRegistry([POLICY])))
+    result = runtime.run_turn("C-POL", RulesUnderwriter(PolicyRegistry([POLICY])))
+    assert isinstance(result.error, PolicyError)
+    assert "registry does not hold" in str(result.error)
+    assert store.decision_entry("C-POL") is None
+    assert [e.kind for e in store.entries("C-POL", kinds=[TURN_FAILED])] == [TURN_FAILED]
 
 
 def test_the_rules_underwriter_and_a_scripted_underwriter_are_refused_alike() -> None:

@@ -37,13 +37,33 @@ __all__ = [
 
 _HEADER = frozenset({"catalogue", "version", "effectiveDate", "reference", "products", "reasons"})
 _ENTRY_REQUIRED = frozenset(
-    {"kind", "regB", "category", "states", "excludedAttributes", "reference", "wordings"}
+    {
+        "kind",
+        "personMayCite",
+        "regB",
+        "category",
+        "states",
+        "excludedAttributes",
+        "reference",
+        "wordings",
+    }
 )
-_ENTRY_OPTIONAL = frozenset({"bureauCode"})
+_ENTRY_OPTIONAL = frozenset(
+    {"bureauCode", "derogatoryKinds", "products", "ruleStated", "holdsWhen"}
+)
 
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Holds(_Frozen):
+    """When a reason is true of a file: ``field`` (a figure the entry states) is
+    ``below`` or ``above`` another figure it states (strictly)."""
+
+    field: str
+    relation: Literal["below", "above"]
+    than: str
 
 
 class ReasonEntry(_Frozen):
@@ -55,7 +75,12 @@ class ReasonEntry(_Frozen):
     excluded_attributes: tuple[str, ...]
     reference: str
     wordings: tuple[str, ...]
+    person_may_cite: bool = False
+    rule_stated: bool = True
     bureau_code: str | None = None
+    derogatory_kinds: tuple[str, ...] = ()
+    products: tuple[str, ...] = ("auto", "card")
+    holds_when: Holds | None = None
 
     def render(self, values: Mapping[str, str], variant: int = 0) -> str:
         """Fill an approved wording with the stated values (exact strings)."""
@@ -85,6 +110,14 @@ class Catalogue(_Frozen):
 
     def codes(self, kind: str | None = None) -> tuple[str, ...]:
         return tuple(c for c, e in self.entries.items() if kind is None or e.kind == kind)
+
+    def rule_codes(self) -> tuple[str, ...]:
+        """The codes the policy's rules state (every code but those only a person cites)."""
+        return tuple(c for c, e in self.entries.items() if e.rule_stated)
+
+    def citable(self) -> tuple[str, ...]:
+        """The codes a person deciding a case by hand may cite, in catalogue order."""
+        return tuple(c for c, e in self.entries.items() if e.person_may_cite)
 
 
 def placeholders(wording: str) -> tuple[str, ...]:
@@ -150,6 +183,36 @@ def load_catalogue(path: Path | str) -> Catalogue:
                     raise PolicyError(
                         f"wording does not state the field {name}", file=file, key=wkey
                     )
+        may_cite = entry["personMayCite"]
+        if not isinstance(may_cite, bool):
+            raise PolicyError(
+                f"expected true or false, got {may_cite!r}", file=file, key=f"{key}.personMayCite"
+            )
+        if may_cite and kind != "adverse":
+            raise PolicyError(
+                "only an adverse reason may be cited by a person (a referral reason is for "
+                "the reviewer, never an applicant)",
+                file=file,
+                key=f"{key}.personMayCite",
+            )
+        rule_stated = entry.get("ruleStated", True)
+        if not isinstance(rule_stated, bool) or (not rule_stated and not may_cite):
+            raise PolicyError(
+                "expected true or false; a reason the rules never state must be one a "
+                "person may cite",
+                file=file,
+                key=f"{key}.ruleStated",
+            )
+        derogatory_kinds = _str_list(
+            entry.get("derogatoryKinds", []), file, f"{key}.derogatoryKinds"
+        )
+        products_of = _str_list(entry.get("products", ["auto", "card"]), file, f"{key}.products")
+        for product in products_of:
+            if product not in names:
+                raise PolicyError(f"unknown product {product!r}", file=file, key=f"{key}.products")
+        if not products_of:
+            raise PolicyError("expected at least one product", file=file, key=f"{key}.products")
+        holds_when = _holds(entry.get("holdsWhen"), states, file, f"{key}.holdsWhen")
         bureau_code = entry.get("bureauCode")
         if bureau_code is not None:
             bureau_code = read_str(bureau_code, file=file, key=f"{key}.bureauCode")
@@ -169,7 +232,12 @@ def load_catalogue(path: Path | str) -> Catalogue:
             excluded_attributes=tuple(excluded),
             reference=read_str(entry["reference"], file=file, key=f"{key}.reference"),
             wordings=tuple(wordings),
+            person_may_cite=may_cite,
+            rule_stated=rule_stated,
             bureau_code=bureau_code,
+            derogatory_kinds=derogatory_kinds,
+            products=products_of,
+            holds_when=holds_when,
         )
     return Catalogue(
         name=read_str(doc["catalogue"], file=file, key="catalogue"),
@@ -182,6 +250,33 @@ def load_catalogue(path: Path | str) -> Catalogue:
         entries=entries,
         by_bureau_code=by_bureau,
     )
+
+
+def _holds(value: object, states: list[str], file: str, key: str) -> Holds | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or len(value) != 2 or "field" not in value:
+        raise PolicyError(
+            "expected {field: F, below: G} or {field: F, above: G}", file=file, key=key
+        )
+    relation = next((r for r in ("below", "above") if r in value), None)
+    if relation is None:
+        raise PolicyError("expected a below or above relation", file=file, key=key)
+    field, than = value["field"], value[relation]
+    for name in (field, than):
+        if name not in states:
+            raise PolicyError(
+                f"{name!r} is not among the fields the entry states", file=file, key=key
+            )
+    return Holds(field=str(field), relation=relation, than=str(than))
+
+
+def _str_list(value: object, file: str, key: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise PolicyError("expected a list of names", file=file, key=key)
+    if len(set(value)) != len(value):
+        raise PolicyError("a name is listed twice", file=file, key=key)
+    return tuple(value)
 
 
 def default_catalogue_path() -> Path:

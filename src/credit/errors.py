@@ -8,6 +8,8 @@ like, so callers that only know Python's builtins still catch it sensibly::
     ├── InputError (ValueError)            bad input: case, line, field, value
     │   ├── NotInPolicyError               a request the policy has no rule for
     │   ├── IntakeConflictError            a case id taken in before with other content
+    │   ├── ReasonNotGroundedError         a reason whose figure the case file does not
+    │   │                                  have, or that may not be cited: code, field
     │   └── NoticeInputError               a malformed notice, expectation, report or lock
     │                                      document: source, case, field
     ├── PolicyError (ValueError)           a policy/catalogue data file is wrong: file, key
@@ -18,7 +20,9 @@ like, so callers that only know Python's builtins still catch it sensibly::
     │                                      underwriter
     ├── GovernanceError (RuntimeError)     a review (Keystone, Equipoise, Backstop) could
     │   │                                  not run on a case: case, reviewer
-    │   └── CaseNotHeldError               a person released or rejected a case the Keystone
+    │   └── CaseStateError                 a person's action on a case that is not in a state
+    │       │                              that allows it: case, state (HTTP 409)
+    │       └── CaseNotHeldError           a person released or rejected a case the Keystone
     │                                      gate does not hold: case, state
     ├── NoticeError (RuntimeError)         the notice workflow refused or broke: case, field,
     │   │                                  check
@@ -45,6 +49,7 @@ __all__ = [
     "AccessError",
     "AlreadyDecidedError",
     "CaseNotHeldError",
+    "CaseStateError",
     "CreditError",
     "GovernanceError",
     "InputError",
@@ -56,6 +61,7 @@ __all__ = [
     "NoticeError",
     "NoticeInputError",
     "PolicyError",
+    "ReasonNotGroundedError",
     "SafetyBoundaryError",
     "SendRefusedError",
     "ServiceError",
@@ -181,6 +187,48 @@ class IntakeConflictError(InputError):
         )
 
 
+class ReasonNotGroundedError(InputError):
+    """A reason cannot be stated for this case: the file lacks the figure its wording
+    states (``missing``), or the code may not be cited here. ``code`` is the reason."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str,
+        missing: str | None = None,
+        case_id: str | None = None,
+        field: str | None = None,
+        line: int | None = None,
+        source: str | None = None,
+    ) -> None:
+        self.code = code
+        self.missing = missing
+        super().__init__(
+            message, case_id=case_id, field=field or f"reasons.{code}", line=line, source=source
+        )
+
+    def located(self, *, line: int | None = None, source: str | None = None) -> InputError:
+        return ReasonNotGroundedError(
+            self.message,
+            code=self.code,
+            missing=self.missing,
+            case_id=self.case_id,
+            field=self.field,
+            line=line if line is not None else self.line,
+            source=source if source is not None else self.source,
+        )
+
+    def for_case(self, case_id: str, field: str | None = None) -> ReasonNotGroundedError:
+        return ReasonNotGroundedError(
+            self.message,
+            code=self.code,
+            missing=self.missing,
+            case_id=case_id,
+            field=field or self.field,
+        )
+
+
 class SafetyBoundaryError(CreditError, RuntimeError):
     """A governance seam stopped a call at a safety boundary (fail-closed).
 
@@ -242,14 +290,24 @@ class GovernanceError(CreditError, RuntimeError):
         super().__init__(f"{where}: {message}" if where else message)
 
 
-class CaseNotHeldError(GovernanceError):
+class CaseStateError(GovernanceError):
+    """A person's action on a case whose state does not allow it (an officer deciding a
+    case that is not at a person's work item, a withdrawal of a case at a final action,
+    a second approval by the same person). ``state`` is the case's state
+    (:mod:`credit.lifecycle`) when the action was refused; nothing was recorded."""
+
+    def __init__(self, message: str, *, case_id: str, state: str, reviewer: str = "case") -> None:
+        self.state = state
+        super().__init__(message, case_id=case_id, reviewer=reviewer)
+
+
+class CaseNotHeldError(CaseStateError):
     """A person asked to release or reject a case that the Keystone gate does not hold
     (no decision recorded, already released or already rejected). ``state`` is the
-    case's gate state as derived from the journal."""
+    case's state as derived from the journal."""
 
     def __init__(self, message: str, *, case_id: str, state: str) -> None:
-        self.state = state
-        super().__init__(message, case_id=case_id, reviewer="keystone")
+        super().__init__(message, case_id=case_id, state=state, reviewer="keystone")
 
 
 class MissingExtraError(CreditError, ImportError):

@@ -21,9 +21,11 @@ here: a notice whose text holds a zero-width space is well-formed and fails chec
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from functools import cached_property
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -38,8 +40,11 @@ from pydantic import ValidationError as _ValidationError
 from pydantic.alias_generators import to_camel
 
 from credit.canonical import canonical_bytes, sha256_hex
-from credit.errors import NoticeInputError
-from credit.models import Application
+from credit.errors import NoticeError, NoticeInputError
+from credit.models import Application, Case
+
+if TYPE_CHECKING:
+    from credit.underwriting import Underwriting
 
 __all__ = [
     "EXPECTATION_FORMAT",
@@ -48,6 +53,7 @@ __all__ = [
     "ExpectedReason",
     "KeyFactorFacts",
     "Notice",
+    "NoticeBasis",
     "NoticeReason",
     "OfferFacts",
     "ScoreFacts",
@@ -255,6 +261,96 @@ class Expectation(_Wire):
         """Computed once: an expectation is built, not edited (a notice's hash, by
         contrast, is recomputed on every call)."""
         return sha256_hex(self.canonical_bytes())
+
+
+@dataclass(frozen=True, slots=True)
+class NoticeBasis:
+    """What a notice is rendered from and checked against: the recorded decision.
+
+    The decision (decline or counteroffer), its reasons as recorded (codes and the
+    figures from the file each states, in order), the offered terms of a counteroffer
+    as recorded, and whether a credit score was used (FCRA 615(a): only then is the
+    score disclosed). Both the renderer and the expectation builder take it, so a
+    notice says exactly what the journal recorded, for whoever decided (the rules
+    underwriter, a model, a credit officer).
+    """
+
+    case_id: str
+    decision: str
+    product: str
+    reasons: tuple[tuple[str, Mapping[str, str]], ...]
+    offer: OfferFacts | None
+    uses_score: bool
+
+    @classmethod
+    def of(cls, underwriting: Underwriting) -> NoticeBasis:
+        """The basis of an underwriting (a notice made outside the journal: ``credit
+        notice``, the mutation suite)."""
+        decision = underwriting.decision
+        co = underwriting.counteroffer
+        offer = None
+        if decision.decision == "counteroffer" and co is not None:
+            offer = OfferFacts(
+                apr=co.apr,
+                payment=co.payment,
+                amount=co.amount,
+                term_months=co.term_months,
+                credit_line=co.credit_line,
+            )
+        return cls(
+            case_id=underwriting.case_id,
+            decision=decision.decision,
+            product=decision.product,
+            reasons=tuple((r.code, dict(r.values)) for r in underwriting.reasons),
+            offer=offer,
+            uses_score=underwriting.figures.score is not None,
+        )
+
+    @classmethod
+    def from_record(
+        cls,
+        case: Case,
+        decision: Mapping[str, Any],
+        reasons: Sequence[tuple[str, Mapping[str, str]]] | None,
+        offer: Mapping[str, Any] | None,
+    ) -> NoticeBasis:
+        """The basis of a decision as the journal recorded it (its wire form, reason
+        codes with values and, for a counteroffer, the offered payment). Raises
+        NoticeError naming what the record lacks."""
+        kind = str(decision.get("decision"))
+        if reasons is None:
+            raise NoticeError(
+                "the recorded decision carries no reason codes: a person must decide it "
+                "so its notice can state its reasons",
+                case_id=case.case_id,
+                field="reasons",
+            )
+        offer_facts: OfferFacts | None = None
+        if kind == "counteroffer":
+            terms = decision.get("terms")
+            if not isinstance(terms, Mapping) or offer is None or "payment" not in offer:
+                raise NoticeError(
+                    "the recorded counteroffer carries no offered terms and payment",
+                    case_id=case.case_id,
+                    field="offer",
+                )
+            offer_facts = OfferFacts.model_validate(
+                {
+                    "apr": terms.get("apr"),
+                    "payment": offer.get("payment"),
+                    "amount": terms.get("amount"),
+                    "termMonths": terms.get("termMonths"),
+                    "creditLine": terms.get("creditLine"),
+                }
+            )
+        return cls(
+            case_id=case.case_id,
+            decision=kind,
+            product=case.application.product,
+            reasons=tuple((code, dict(values)) for code, values in reasons),
+            offer=offer_facts,
+            uses_score=case.credit_report.score is not None,
+        )
 
 
 def _loc(loc: tuple[int | str, ...]) -> str:

@@ -8,19 +8,23 @@ Orchestration (spec, "Orchestration"), each step journaled:
    commit seam records the decision as *held* (or refuses it with a typed refusal).
 3. **The Keystone gate** runs Equipoise (fair lending) and Backstop (model risk) on
    every held decision and releases it, or keeps it held for a person.
-4. **Notices.** Each released decline or counteroffer gets its notice rendered,
-   verified (V1-V8) and sent; one that is not exactly the verified notice is blocked
-   with a typed refusal (``notice.unverified_send``).
+4. **Notices.** Each released decline or counteroffer gets its notice rendered from
+   the recorded decision, dated the day it is sent, verified (V1-V8) and sent; one
+   that is not exactly the verified notice is blocked with a typed refusal
+   (``notice.unverified_send``) and goes to a person.
 5. **Ethics** commitments are evaluated and recorded, never refused on.
 
-Resumable: every step first reads the journal, so a run killed at any point and
-started again finishes the batch without deciding any case twice or losing one that
-was decided. The pipeline holds no domain logic of its own: it sequences the core.
+Steps 3 and 4 are :class:`credit.casework.CaseWork`'s: every run first finishes what a
+crash left half way anywhere in the journal. Every case ends at a final action or as
+exactly one open work item for a person (:mod:`credit.lifecycle`): a referral, a held
+decision, a refused or failed turn, a blocked notice. Resumable: every step first reads
+the journal, so a run killed at any point and started again finishes the batch without
+deciding any case twice or losing one that was decided. The pipeline holds no domain
+logic of its own: it sequences the core.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -30,27 +34,24 @@ from typing import Any, Final
 
 import anyio
 
+from credit import kinds
 from credit.canonical import loads
-from credit.errors import InputError, SendRefusedError
-from credit.governance.keystone import Keystone, KeystoneStatus
+from credit.casework import CaseWork
+from credit.clock import Clock
+from credit.errors import InputError
+from credit.governance.keystone import Keystone
 from credit.governance.onramp import intake
-from credit.governance.refusal import build_refusal_surface
 from credit.governance.safety import (
     ethics_context_from_journal,
     evaluate_ethics,
     journal_ethics,
-    safety_verdict,
-    unverified_notice_send,
 )
-from credit.guardrails.expectation import expectation_for
 from credit.guardrails.verifier import Verifier
-from credit.journal.base import DECISION_KIND, ChainReport, Store
-from credit.models import Decision, parse_case, parse_decision
+from credit.journal.base import ChainReport, Store
+from credit.lifecycle import CaseLife
 from credit.notices.outbox import Outbox
-from credit.notices.render import NOTICE_DECISIONS, render_notice
 from credit.policy import PolicyRegistry
-from credit.underwriters.runtime import SAFETY_REFUSAL, SparkRuntime, Underwriter
-from credit.underwriting import decide_case
+from credit.underwriters.runtime import SparkRuntime, Underwriter
 
 __all__ = [
     "NOTICE_BLOCKED",
@@ -62,10 +63,10 @@ __all__ = [
     "read_batch",
 ]
 
-NOTICE_VERIFIED: Final = "notice.verified"
-NOTICE_SENT: Final = "notice.sent"
-NOTICE_BLOCKED: Final = "notice.blocked"
-ETHICS_FINDING: Final = "ethics.finding"
+NOTICE_VERIFIED: Final = kinds.NOTICE_VERIFIED
+NOTICE_SENT: Final = kinds.NOTICE_SENT
+NOTICE_BLOCKED: Final = kinds.NOTICE_BLOCKED
+ETHICS_FINDING: Final = kinds.ETHICS_FINDING
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
@@ -111,8 +112,11 @@ class RunSummary:
     resumed: int = 0
     failures: list[InputError] = field(default_factory=list)
     outcomes: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    states: Counter[str] = field(default_factory=Counter)
+    items: Counter[str] = field(default_factory=Counter)
     decided: int = 0
     refused: int = 0
+    failed: int = 0
     held: int = 0
     released: int = 0
     rejected: int = 0
@@ -121,6 +125,15 @@ class RunSummary:
     notices_blocked: int = 0
     ethics_findings: int = 0
     chain: ChainReport | None = None
+
+    @property
+    def final(self) -> int:
+        """Cases at a final action (approved, notified, withdrawn)."""
+        return sum(n for s, n in self.states.items() if s in ("approved", "notified", "withdrawn"))
+
+    @property
+    def open_items(self) -> int:
+        return sum(self.items.values())
 
 
 class Pipeline:
@@ -135,6 +148,7 @@ class Pipeline:
         underwriter: Underwriter | None = None,
         keystone: Keystone | None = None,
         verifier: Verifier | None = None,
+        clock: Clock | None = None,
         progress: Progress | None = None,
     ) -> None:
         from credit.underwriters.rules import RulesUnderwriter
@@ -145,7 +159,14 @@ class Pipeline:
         self.underwriter: Underwriter = underwriter or RulesUnderwriter(self.registry)
         self.runtime = SparkRuntime(store, registry=self.registry)
         self.keystone = keystone or Keystone(store, registry=self.registry)
-        self.verifier = verifier or Verifier()
+        self.work = CaseWork(
+            store,
+            outbox,
+            registry=self.registry,
+            keystone=self.keystone,
+            verifier=verifier,
+            clock=clock,
+        )
         self._progress = progress
 
     def _tick(self, phase: str, done: int, total: int) -> None:
@@ -190,123 +211,38 @@ class Pipeline:
         return case_ids, summary
 
     def underwrite(self, case_ids: Sequence[str]) -> list[InputError]:
-        """Stage 2: one governed underwriter turn per case not yet decided or refused.
+        """Stage 2: one governed underwriter turn per case taken in and not yet decided.
 
-        A case the policy cannot decide as asked (a term it does not offer, say) is bad
-        input: its turn is journaled with the error, it stays undecided, and the error
-        is returned so the caller can name it; the other cases go on."""
-        pending = [c for c in case_ids if not self._turn_done(c)]
+        A turn that cannot complete is journaled once as a failed turn (a person takes
+        the case over) and is never retried; one that failed on the case's own content
+        (a term the policy does not offer, say) is bad input too: its error is returned
+        so the caller can name it. The other cases go on."""
+        pending = [c for c in case_ids if self.work.life(c).state == "received"]
         errors: list[InputError] = []
 
         async def turns() -> None:
             for done, case_id in enumerate(pending, start=1):
                 self._tick("underwrite", done, len(pending))
-                try:
-                    await self.runtime.turn(case_id, self.underwriter)
-                except InputError as err:
-                    errors.append(err)
+                result = await self.runtime.turn(case_id, self.underwriter)
+                if isinstance(result.error, InputError):
+                    errors.append(result.error)
 
         if pending:
             anyio.run(turns)
         return errors
 
-    def _turn_done(self, case_id: str) -> bool:
-        if self.store.decision_entry(case_id) is not None:
-            return True
-        return bool(self.store.entries(case_id, kinds=[SAFETY_REFUSAL]))
-
-    def review(self) -> list[KeystoneStatus]:
-        """Stage 3: the Keystone gate reviews every decision awaiting review."""
+    def finish(self) -> dict[str, CaseLife]:
+        """Stages 3 and 4 for every case in the journal: the Keystone review of each
+        decision awaiting it, and the notice of each released decline or
+        counteroffer (:meth:`credit.casework.CaseWork.finish_all`)."""
         self._tick("review", 0, 1)
-        statuses = self.keystone.review_pending()
+        lives = self.work.finish_all()
         self._tick("review", 1, 1)
-        return statuses
-
-    def notify(self, case_ids: Sequence[str]) -> None:
-        """Stage 4: render, verify and send the notice of each released decline or
-        counteroffer that has none yet."""
-        for done, case_id in enumerate(case_ids, start=1):
-            self._tick("notices", done, len(case_ids))
-            self.notify_case(case_id)
-
-    def notify_case(self, case_id: str) -> str | None:
-        """The notice step for one case; returns the journal kind it ended with (or None
-        when the case takes no notice now)."""
-        if self.keystone.status(case_id).state != "released":
-            return None
-        entry = self.store.decision_entry(case_id)
-        if entry is None:
-            return None
-        recorded = parse_decision(entry.payload.get("decision"), case_id=case_id)
-        if recorded.decision not in NOTICE_DECISIONS:
-            return None
-        done = self.store.entries(case_id, kinds=[NOTICE_SENT, NOTICE_BLOCKED])
-        if done:
-            return done[-1].kind
-        document = self.store.get_case(case_id)
-        if document is None:
-            raise InputError("the case document is missing from the store", case_id=case_id)
-        case = parse_case(dict(document))
-        underwriting = decide_case(case, self.registry.in_force(case.as_of))
-        if underwriting.decision.to_wire() != recorded.to_wire():
-            return self._block(
-                case_id,
-                None,
-                "the recorded decision is not the one the policy derives, so its reasons "
-                "cannot be stated from the catalogue: a person must write this notice",
-            )
-        notice = render_notice(case, underwriting)
-        report = self.verifier.verify(notice, expectation_for(case, underwriting))
-        self.store.append(
-            case_id,
-            NOTICE_VERIFIED,
-            {
-                "noticeSha256": report.notice_sha256,
-                "passed": report.passed,
-                "failed": list(report.failed),
-                "report": report.to_wire(),
-            },
-        )
-        boundary = unverified_notice_send(notice.sha256, report, case_id=case_id)
-        verdict = safety_verdict(boundary)
-        refusal = build_refusal_surface(verdict)
-        if refusal is not None:
-            return self._block(
-                case_id, notice.sha256, boundary.detail, refusal=(refusal, verdict.violated)
-            )
-        try:
-            sent = self.outbox.send(notice, report)
-        except SendRefusedError as err:
-            return self._block(case_id, notice.sha256, err.message)
-        self.store.append(
-            case_id,
-            NOTICE_SENT,
-            {"noticeSha256": sent.notice_sha256, "decision": recorded.decision},
-        )
-        return NOTICE_SENT
-
-    def _block(
-        self,
-        case_id: str,
-        sha256: str | None,
-        why: str,
-        *,
-        refusal: tuple[str, tuple[str, ...]] | None = None,
-    ) -> str:
-        """Journal a blocked notice (and the typed refusal, when a boundary refused it)."""
-        self.store.append(case_id, NOTICE_BLOCKED, {"noticeSha256": sha256, "reason": why})
-        if refusal is not None:
-            surface, boundaries = refusal
-            self.store.append(
-                case_id,
-                SAFETY_REFUSAL,
-                {"stage": "notice", "boundaries": list(boundaries), "surface": surface},
-            )
-        return NOTICE_BLOCKED
+        return lives
 
     def record_ethics(self, case_ids: Sequence[str]) -> None:
         """Stage 5: evaluate the ethics pack on each decided case once; recorded only."""
-        today = dt.datetime.now(dt.UTC).date()
+        today = self.work.today()
         for done, case_id in enumerate(case_ids, start=1):
             self._tick("ethics", done, len(case_ids))
             if self.store.decision_entry(case_id) is None:
@@ -327,45 +263,39 @@ class Pipeline:
     def run(self, lines: Sequence[BatchLine], *, source: str | None = None) -> RunSummary:
         lines_of, summary = self.take_in(lines, source)
         case_ids = list(lines_of)
+        self.finish()  # what an interrupted run left half way is finished first
         for err in self.underwrite(case_ids):
             line = lines_of.get(err.case_id or "")
             summary.failures.append(err.located(line=line, source=source))
-        self.review()
-        self.notify(case_ids)
+        self.finish()
         self.record_ethics(case_ids)
         self.summarise(case_ids, summary)
         summary.chain = self.store.verify()
         return summary
 
     def summarise(self, case_ids: Iterable[str], summary: RunSummary) -> RunSummary:
-        """Count the batch's cases by their standing in the journal."""
-        kinds = [
-            DECISION_KIND,
-            SAFETY_REFUSAL,
-            NOTICE_VERIFIED,
-            NOTICE_SENT,
-            NOTICE_BLOCKED,
-            ETHICS_FINDING,
-        ]
+        """Count the batch's cases by where they stand (:mod:`credit.lifecycle`)."""
         for case_id in case_ids:
-            entries = self.store.entries(case_id, kinds=kinds)
-            by_kind = Counter(e.kind for e in entries)
-            decision_entry = next((e for e in entries if e.kind == DECISION_KIND), None)
-            if decision_entry is not None:
-                decision: Decision = parse_decision(
-                    decision_entry.payload.get("decision"), case_id=case_id
-                )
+            entries = self.store.entries(case_id)
+            life = self.work.life(case_id)
+            summary.states[life.state] += 1
+            if life.item is not None:
+                summary.items[life.item.kind] += 1
+            decision = life.decision
+            if decision is not None:
                 summary.decided += 1
-                summary.outcomes[(decision.product, decision.score_band, decision.decision)] += 1
-                state = self.keystone.status(case_id).state
-                summary.held += state in ("held", "awaiting-review")
-                summary.released += state == "released"
-                summary.rejected += state == "rejected"
-            summary.refused += by_kind[SAFETY_REFUSAL] > 0
+                band = decision.wire.get("scoreBand")
+                summary.outcomes[(str(decision.product), str(band), str(decision.decision))] += 1
+                gate = life.gate
+                summary.released += gate.released is not None
+                summary.rejected += gate.rejected is not None
+                summary.held += gate.released is None and gate.rejected is None
+            summary.refused += life.state == "refused"
+            summary.failed += life.state == "failed"
             summary.notices_verified += any(
                 e.kind == NOTICE_VERIFIED and e.payload.get("passed") is True for e in entries
             )
-            summary.notices_sent += by_kind[NOTICE_SENT] > 0
-            summary.notices_blocked += by_kind[NOTICE_BLOCKED] > 0
-            summary.ethics_findings += by_kind[ETHICS_FINDING]
+            summary.notices_sent += life.sent is not None
+            summary.notices_blocked += life.state == "notice-blocked"
+            summary.ethics_findings += sum(e.kind == ETHICS_FINDING for e in entries)
         return summary

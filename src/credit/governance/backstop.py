@@ -32,12 +32,18 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from credit.catalogue import Catalogue
+from credit.catalogue import Catalogue, default_catalogue
 from credit.errors import CreditError, GovernanceError, InputError, PolicyError
+from credit.governance.fair_lending import default_fair_lending_config
 from credit.governance.findings import Finding, Review
-from credit.journal.base import Store
+from credit.journal.base import Entry, Store
+from credit.kinds import OFFICER_DECIDED
+from credit.lifecycle import recorded_reasons
 from credit.models import Case, Decision, parse_case, parse_decision
 from credit.policy import Policy, PolicyRegistry
+from credit.reason_facts import file_facts, stated_values
+from credit.underwriting import request_figures
+from credit.underwriting.capacity import amortised_payment, card_payment, dti_pct, ltv_pct
 from credit.underwriting.engine import Underwriting, underwrite
 
 __all__ = ["COMPARED_FIELDS", "Backstop", "PolicyCitation", "parse_policy_citation"]
@@ -109,9 +115,12 @@ class Backstop:
         self.store = store
         self.registry = registry or PolicyRegistry.bundled()
         self.catalogue = catalogue
+        # The order of outcomes, least favourable first (the fair-lending review's data).
+        self.outcome_order = default_fair_lending_config().outcome_order
 
-    def review(self, case_id: str) -> Review:
-        entry = self.store.decision_entry(case_id)
+    def review(self, case_id: str, *, entry: Entry | None = None) -> Review:
+        """Review one recorded decision (``entry``, default the underwriter's)."""
+        entry = entry or self.store.decision_entry(case_id)
         if entry is None:
             raise GovernanceError("no decision is recorded", case_id=case_id, reviewer=self.name)
         basis: dict[str, Any] = {"decisionSeq": entry.seq}
@@ -139,6 +148,9 @@ class Backstop:
         basis["policyInForce"] = policy.label
         basis["policySha256"] = policy.sha256
         findings.extend(self._policy_version(decision, policy))
+        if entry.kind == OFFICER_DECIDED:
+            findings.extend(self._officer(decision, entry, case, policy, basis))
+            return done()
         findings.extend(self._floor(decision, policy))
         try:
             derived = underwrite(
@@ -159,6 +171,105 @@ class Backstop:
         findings.extend(_disagreements(decision, derived.decision))
         findings.extend(_within_margin(derived))
         return done()
+
+    def _officer(
+        self,
+        decision: Decision,
+        entry: Entry,
+        case: Case,
+        policy: Policy,
+        basis: dict[str, Any],
+    ) -> list[Finding]:
+        """A credit officer's decision: a policy exception holds it for two reviewers;
+        its figures and reasons must be the file's."""
+        findings: list[Finding] = []
+        app, report = case.application, case.credit_report
+        try:
+            figures = request_figures(app, report, policy, case_id=case.case_id)
+        except CreditError as err:
+            return [_holds("rederivation_failed", f"the request's figures: {err}")]
+        for field, got, want in (
+            ("scoreBand", decision.score_band, figures.band),
+            ("dtiPct", decision.dti_pct, figures.dti_pct),
+            ("ltvPct", decision.ltv_pct, figures.ltv_pct),
+        ):
+            if got != want:
+                findings.append(
+                    _holds(
+                        "disagreement",
+                        f"{field}: recorded {got}, the request's figure is {want}",
+                        field=field,
+                        recorded=_wire(got),
+                        derived=_wire(want),
+                    )
+                )
+        findings.extend(self._officer_reasons(decision, entry, case, policy))
+        exceptions: list[str] = []
+        try:
+            derived = underwrite(
+                app,
+                report,
+                policy,
+                case_id=case.case_id,
+                as_of=case.as_of,
+                catalogue=self.catalogue,
+            )
+        except CreditError as err:
+            derived = None
+            basis["derivedDecision"] = f"none ({err})"
+        if derived is not None:
+            basis["derivedDecision"] = derived.decision.decision
+            order = self.outcome_order
+            want = derived.decision.decision
+            if want != "refer" and order.index(decision.decision) < order.index(want):
+                exceptions.append(
+                    f"a {decision.decision} is less favourable than the {want} the policy "
+                    "derives for this file"
+                )
+        exceptions += _outside_policy(decision, case, policy, figures.band)
+        findings += [
+            _holds("policy_exception", f"policy exception: {text}", decision=decision.decision)
+            for text in exceptions
+        ]
+        return findings
+
+    def _officer_reasons(
+        self, decision: Decision, entry: Entry, case: Case, policy: Policy
+    ) -> list[Finding]:
+        """Each recorded reason states the figures the file gives it."""
+        catalogue = self.catalogue or default_catalogue()
+        recorded = recorded_reasons(entry.payload) or ()
+        facts = file_facts(
+            case.application,
+            case.credit_report,
+            policy,
+            catalogue,
+            dti_pct=decision.dti_pct,
+            ltv_pct=decision.ltv_pct,
+        )
+        findings: list[Finding] = []
+        for i, (code, values) in enumerate(recorded):
+            if code not in catalogue or not catalogue[code].person_may_cite:
+                findings.append(
+                    _holds("disagreement", f"reasons[{i}]: {code} may not be cited by a person")
+                )
+                continue
+            try:
+                want = stated_values(catalogue[code], facts)
+            except CreditError as err:
+                findings.append(_holds("disagreement", f"reasons[{i}]: {err}"))
+                continue
+            if dict(values) != want:
+                findings.append(
+                    _holds(
+                        "disagreement",
+                        f"reasons[{i}].values: recorded {dict(values)}, the file gives {want}",
+                        field=f"reasons[{i}].values",
+                        recorded=dict(values),
+                        derived=want,
+                    )
+                )
+        return findings
 
     def _case(self, case_id: str, findings: list[Finding]) -> Case | None:
         document = self.store.get_case(case_id)
@@ -219,6 +330,62 @@ class Backstop:
                 floor=floor.value,
             )
         ]
+
+
+def _outside_policy(decision: Decision, case: Case, policy: Policy, band: str) -> list[str]:
+    """The ways an approval's or a counteroffer's terms leave the policy: a score under
+    the product minimum (or none), a price other than the band's, a term not offered,
+    an amount or line outside the product's bounds, a DTI or LTV over its cap."""
+    terms = decision.terms
+    if decision.decision not in ("approve", "counteroffer") or terms is None:
+        return []
+    app, report = case.application, case.credit_report
+    product = app.product
+    p = f"products.{product}"
+    out: list[str] = []
+    min_score = policy[f"{p}.minScore"].value
+    if report.score is None:
+        out.append("the file has no score: the policy prices no terms for it")
+    elif report.score < min_score:
+        out.append(f"score {report.score} is below the product minimum {min_score}")
+    if band != "unscored":
+        price = policy[f"pricing.{product}.{band}.apr"].value
+        if terms.apr != price:
+            out.append(f"APR {terms.apr}% is not the {band} band's {price}%")
+    money_q: Decimal = policy["rounding.money"].value
+    pct_q: Decimal = policy["rounding.percent"].value
+    if terms.apr is None:
+        return [*out, "the terms state no APR"]
+    if product == "auto":
+        if terms.amount is None or terms.term_months is None or app.vehicle_value is None:
+            return [*out, "the terms state no amount and term"]
+        allowed = policy[f"{p}.termsAllowed"].value
+        if terms.term_months not in allowed:
+            out.append(f"a term of {terms.term_months} months is not offered ({allowed})")
+        minimum = policy[f"{p}.minAmount"].value
+        if terms.amount < minimum:
+            out.append(f"amount {terms.amount} is below the product minimum {minimum}")
+        payment = amortised_payment(terms.amount, terms.apr, terms.term_months, money_q)
+        ltv = ltv_pct(terms.amount, app.vehicle_value, pct_q)
+        cap = policy[f"{p}.maxLtvPct"].value
+        if ltv > cap:
+            out.append(f"the offered LTV {ltv}% is over the cap {cap}%")
+    else:
+        if terms.credit_line is None:
+            return [*out, "the terms state no credit line"]
+        minimum = policy[f"{p}.minLine"].value
+        if terms.credit_line < minimum:
+            out.append(f"line {terms.credit_line} is below the product minimum {minimum}")
+        if band != "unscored":
+            band_line = policy[f"pricing.card.{band}.line"].value
+            if terms.credit_line > band_line:
+                out.append(f"line {terms.credit_line} is over the {band} band's {band_line}")
+        payment = card_payment(terms.credit_line, policy[f"{p}.paymentPctOfLine"].value, money_q)
+    dti = dti_pct(app.monthly_debt_payments, payment, app.annual_income, pct_q)
+    cap = policy[f"{p}.maxDtiPct"].value
+    if dti > cap:
+        out.append(f"the offered DTI {dti}% is over the cap {cap}%")
+    return out
 
 
 def _holds(code: str, message: str, **detail: Any) -> Finding:

@@ -42,10 +42,12 @@ from credit.governance.fair_lending import (
     group_of,
     read_monitoring,
 )
-from credit.governance.findings import KIND_REJECTED, Finding, Review
+from credit.governance.findings import Finding, Review
 from credit.governance.portfolio import PortfolioReport, adverse_impact_report, portfolio_rows
-from credit.journal.base import DECISION_KIND, Store
+from credit.journal.base import Entry, Store
+from credit.kinds import DECISION_KINDS, KEYSTONE_REJECTED
 from credit.models import Decision, MonitoringData, parse_decision
+from credit.policy import PolicyRegistry
 
 __all__ = ["Equipoise"]
 
@@ -115,8 +117,10 @@ class Equipoise:
         *,
         config: FairLendingConfig | None = None,
         terms: ProhibitedTerms | None = None,
+        registry: PolicyRegistry | None = None,
     ) -> None:
         self.store = store
+        self.registry = registry or PolicyRegistry.bundled()
         self.config = config or default_fair_lending_config()
         self.terms = terms or default_prohibited_terms()
         # Journal entries and stored monitoring data never change once written: cache,
@@ -124,7 +128,7 @@ class Equipoise:
         self._decisions: dict[str, Decision | None] = {}
         self._monitoring: dict[str, MonitoringData] = {}
         self._pool_mark = 0
-        self._pool: dict[str, RecordedDecision] = {}
+        self._pool: dict[str, tuple[int, RecordedDecision]] = {}
         self._rejected: set[str] = set()
 
     def _monitoring_of(self, case_id: str) -> tuple[MonitoringData | None, str | None]:
@@ -146,30 +150,41 @@ class Equipoise:
         }
 
     def pool(self) -> list[RecordedDecision]:
-        """The decisions a comparative file review compares with: every recorded
-        decision a person has not rejected. Read once and pass it to :meth:`review`
-        to review a batch without reading the journal again for each case."""
+        """The decisions a comparative file review compares with: each case's current
+        decision (the underwriter's, or the latest officer's), unless a person rejected
+        it. Read once and pass it to :meth:`review` to review a batch without reading
+        the journal again for each case."""
         for entry in self.store.entries(
-            kinds=[DECISION_KIND, KIND_REJECTED], after_seq=self._pool_mark
+            kinds=[*DECISION_KINDS, KEYSTONE_REJECTED], after_seq=self._pool_mark
         ):
             self._pool_mark = entry.seq
             if entry.case_id is None:
                 continue
-            if entry.kind == KIND_REJECTED:
-                self._rejected.add(entry.case_id)
+            if entry.kind == KEYSTONE_REJECTED:
+                current = self._pool.get(entry.case_id)
+                about = entry.payload.get("decisionSeq")
+                if current is not None and (about is None or about == current[0]):
+                    self._rejected.add(entry.case_id)
                 continue
             try:
                 decision = parse_decision(entry.payload.get("decision"), case_id=entry.case_id)
             except InputError:
                 continue  # unreadable: left out, as recorded_decisions does
-            self._pool[entry.case_id] = RecordedDecision(entry.case_id, decision)
-        return [d for case_id, d in self._pool.items() if case_id not in self._rejected]
+            self._pool[entry.case_id] = (entry.seq, RecordedDecision(entry.case_id, decision))
+            self._rejected.discard(entry.case_id)
+        return [d for case_id, (_, d) in self._pool.items() if case_id not in self._rejected]
 
-    def review(self, case_id: str, *, pool: Sequence[RecordedDecision] | None = None) -> Review:
-        """Review one recorded decision: prohibited-basis citations (fail) and the
-        comparative file review (findings for a person). ``pool`` defaults to
-        :meth:`pool` read now."""
-        entry = self.store.decision_entry(case_id)
+    def review(
+        self,
+        case_id: str,
+        *,
+        pool: Sequence[RecordedDecision] | None = None,
+        entry: Entry | None = None,
+    ) -> Review:
+        """Review one recorded decision (``entry``, default the underwriter's):
+        prohibited-basis citations (fail) and the comparative file review (findings
+        for a person). ``pool`` defaults to :meth:`pool` read now."""
+        entry = entry or self.store.decision_entry(case_id)
         if entry is None:
             raise GovernanceError("no decision is recorded", case_id=case_id, reviewer=self.name)
         raw = entry.payload.get("decision")

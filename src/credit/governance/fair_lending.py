@@ -27,8 +27,8 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from credit.errors import InputError, PolicyError
-from credit.governance.findings import KIND_REJECTED
-from credit.journal.base import DECISION_KIND, Store
+from credit.journal.base import Store
+from credit.kinds import DECISION_KINDS, KEYSTONE_REJECTED
 from credit.models import DECISIONS, Decision, MonitoringData, parse_decision
 from credit.policy import Param, parameter_tree, read_parameters
 from credit.yamldata import (
@@ -374,28 +374,41 @@ class RecordedDecision:
 def recorded_decisions(
     store: Store, cache: dict[str, Decision | None] | None = None
 ) -> tuple[list[RecordedDecision], int, int]:
-    """Every recorded decision a person has not rejected, in journal order; and the
+    """Each case's current decision (the underwriter's, or the latest officer's) that a
+    person has not rejected, in the order the cases were first decided; and the
     numbers left out as rejected by a person and as unreadable.
 
     ``cache`` (by entry hash: an entry never changes) saves parsing each decision again
     when one reviewer goes through many cases."""
-    rejected = {e.case_id for e in store.entries(kinds=[KIND_REJECTED])}
-    out: list[RecordedDecision] = []
-    unreadable = 0
-    for entry in store.entries(kinds=[DECISION_KIND]):
-        if entry.case_id is None or entry.case_id in rejected:
+    current: dict[str, tuple[int, Decision | None]] = {}
+    rejected: set[str] = set()
+    for entry in store.entries(kinds=[*DECISION_KINDS, KEYSTONE_REJECTED]):
+        case_id = entry.case_id
+        if case_id is None:
+            continue
+        if entry.kind == KEYSTONE_REJECTED:
+            about = entry.payload.get("decisionSeq")
+            if case_id in current and (about is None or about == current[case_id][0]):
+                rejected.add(case_id)
             continue
         if cache is not None and entry.hash in cache:
             decision = cache[entry.hash]
         else:
             try:
-                decision = parse_decision(entry.payload.get("decision"), case_id=entry.case_id)
+                decision = parse_decision(entry.payload.get("decision"), case_id=case_id)
             except InputError:
                 decision = None
             if cache is not None:
                 cache[entry.hash] = decision
+        current[case_id] = (entry.seq, decision)
+        rejected.discard(case_id)
+    out: list[RecordedDecision] = []
+    unreadable = 0
+    for case_id, (_, decision) in current.items():
+        if case_id in rejected:
+            continue
         if decision is None:
             unreadable += 1
             continue
-        out.append(RecordedDecision(entry.case_id, decision))
+        out.append(RecordedDecision(case_id, decision))
     return out, len(rejected), unreadable

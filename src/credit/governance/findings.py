@@ -17,6 +17,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from credit.kinds import (
+    GATE_KINDS,
+    KEYSTONE_HELD,
+    KEYSTONE_REJECTED,
+    KEYSTONE_RELEASED,
+    REVIEW_BACKSTOP,
+    REVIEW_EQUIPOISE,
+    REVIEW_KINDS,
+)
+
 __all__ = [
     "GATE_KINDS",
     "KIND_BACKSTOP",
@@ -30,13 +40,12 @@ __all__ = [
     "ReviewerName",
 ]
 
-KIND_EQUIPOISE = "review.equipoise"
-KIND_BACKSTOP = "review.backstop"
-KIND_RELEASED = "keystone.released"
-KIND_HELD = "keystone.held"
-KIND_REJECTED = "keystone.rejected"
-REVIEW_KINDS = (KIND_EQUIPOISE, KIND_BACKSTOP)
-GATE_KINDS = (KIND_RELEASED, KIND_HELD, KIND_REJECTED)
+# The names are credit.kinds' (every journal kind is named there).
+KIND_EQUIPOISE = REVIEW_EQUIPOISE
+KIND_BACKSTOP = REVIEW_BACKSTOP
+KIND_RELEASED = KEYSTONE_RELEASED
+KIND_HELD = KEYSTONE_HELD
+KIND_REJECTED = KEYSTONE_REJECTED
 
 ReviewerName = Literal["equipoise", "backstop"]
 

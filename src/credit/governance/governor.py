@@ -31,10 +31,11 @@ the turn gave no evidence on (no decision was submitted) is reported with
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from credit.canonical import dumps, loads
+from credit.decision_record import CompletedDecision
 from credit.errors import SafetyBoundaryError
 from credit.fairness_terms import Match, ProhibitedTerms, default_prohibited_terms
 from credit.governance.guard import FairLendingGuard, Redacted, Redaction, default_guard
@@ -249,11 +250,22 @@ class Governor:
 
     # ------------------------------------------------------------ seam 3: commit
 
-    def commit(self, decision: Any) -> Entry:
-        """Validate, fairness-check and record the decision, held for the Keystone gate.
+    def commit(
+        self,
+        decision: Any,
+        reason_codes: Sequence[str] | None = None,
+        *,
+        completer: Callable[[Decision, Sequence[str] | None], CompletedDecision] | None = None,
+    ) -> Entry:
+        """Validate, fairness-check, complete and record the decision, held for the
+        Keystone gate.
 
-        Raises :class:`~credit.errors.InputError` for a malformed decision (nothing is
-        recorded; the underwriter may correct it) and
+        ``completer`` completes the submitted decision for the record (its reasons'
+        figures and wordings from the file, the policy citation, a counteroffer's
+        payment: :func:`credit.decision_record.complete`); the fairness check reads the
+        decision as submitted, before anything is replaced. Raises
+        :class:`~credit.errors.InputError` for a malformed or incomplete decision
+        (nothing is recorded; the underwriter may correct it) and
         :class:`~credit.errors.SafetyBoundaryError` at a violated boundary.
         """
         self._second.checked = True
@@ -292,8 +304,14 @@ class Governor:
                 case_id=self.case_id,
                 tool="record_decision",
             )
+        completed = (
+            completer(parsed, reason_codes)
+            if completer is not None
+            else CompletedDecision(parsed, (), None, None)
+        )
         payload: dict[str, Any] = {
-            "decision": wire,
+            "decision": completed.decision.to_wire(),
+            **completed.payload(),
             "status": HELD,
             "heldFor": "keystone",
             "underwriter": self.underwriter,

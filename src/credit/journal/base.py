@@ -18,7 +18,6 @@ that only the fair-lending review may read.
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -27,7 +26,9 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict
 
 from credit.canonical import canonical_bytes
+from credit.clock import Clock, SystemClock, clock_from_env
 from credit.errors import CreditError
+from credit.kinds import DECISION_RECORDED
 
 __all__ = [
     "DECISION_KIND",
@@ -38,6 +39,7 @@ __all__ = [
     "Entry",
     "InMemoryStore",
     "JournalError",
+    "StaleCaseError",
     "Store",
     "SystemClock",
     "entry_hash",
@@ -45,7 +47,7 @@ __all__ = [
 ]
 
 GENESIS_HASH = "0" * 64
-DECISION_KIND = "decision.recorded"
+DECISION_KIND = DECISION_RECORDED
 
 
 class JournalError(CreditError, RuntimeError):
@@ -65,13 +67,14 @@ class DecisionAlreadyRecordedError(JournalError):
     """record_decision was called for a case that already has its decision."""
 
 
-class Clock(Protocol):
-    def now(self) -> dt.datetime: ...
+class StaleCaseError(JournalError):
+    """An append conditioned on the case's latest entry (``after=``) found a newer one:
+    someone else moved the case since it was read. Nothing was appended."""
 
-
-class SystemClock:
-    def now(self) -> dt.datetime:
-        return dt.datetime.now(dt.UTC)
+    def __init__(self, message: str, *, case_id: str | None, expected: int, found: int) -> None:
+        self.expected = expected
+        self.found = found
+        super().__init__(message, case_id=case_id)
 
 
 class Entry(BaseModel):
@@ -179,8 +182,25 @@ def verify_chain(entries: Iterable[Entry]) -> ChainReport:
 class Store(Protocol):
     """The journal and its side stores. SQL (SQLite, PostgreSQL) and in-memory."""
 
-    def append(self, case_id: str | None, kind: str, payload: Mapping[str, Any]) -> Entry:
-        """Append one entry atomically at the head of the chain."""
+    def append(
+        self,
+        case_id: str | None,
+        kind: str,
+        payload: Mapping[str, Any],
+        *,
+        after: int | None = None,
+    ) -> Entry:
+        """Append one entry atomically at the head of the chain.
+
+        ``after``: append only if the case's latest entry is still the one with this
+        seq (0: the case has none), else raise StaleCaseError and append nothing. A
+        person's action on a case is judged on the state it read; this makes two
+        concurrent actions on one case (two workers, two processes) land at most once.
+        """
+        ...
+
+    def last_seq(self, case_id: str) -> int:
+        """The seq of the case's latest entry (0 when it has none)."""
         ...
 
     def record_decision(self, case_id: str, payload: Mapping[str, Any]) -> Entry:
@@ -217,13 +237,24 @@ class Store(Protocol):
     def case_ids(self) -> list[str]: ...
 
 
+def stale_case(case_id: str, expected: int, found: int) -> StaleCaseError:
+    return StaleCaseError(
+        f"the case changed since it was read (its latest entry is {found}, not {expected}); "
+        "nothing was recorded: read it again",
+        case_id=case_id,
+        expected=expected,
+        found=found,
+    )
+
+
 class InMemoryStore:
     """The in-memory store: the same contract, for tests and one-off runs."""
 
     def __init__(self, clock: Clock | None = None) -> None:
-        self._clock = clock or SystemClock()
+        self._clock = clock or clock_from_env()
         self._lock = threading.Lock()
         self._entries: list[Entry] = []
+        self._last: dict[str, int] = {}
         self._decisions: dict[str, int] = {}
         self._cases: dict[str, Mapping[str, Any]] = {}
         self._monitoring: dict[str, Mapping[str, Any]] = {}
@@ -239,13 +270,30 @@ class InMemoryStore:
             self._clock.now().isoformat(),
         )
         self._entries.append(entry)
+        if case_id is not None:
+            self._last[case_id] = entry.seq
         return entry
 
-    def append(self, case_id: str | None, kind: str, payload: Mapping[str, Any]) -> Entry:
+    def append(
+        self,
+        case_id: str | None,
+        kind: str,
+        payload: Mapping[str, Any],
+        *,
+        after: int | None = None,
+    ) -> Entry:
         if kind == DECISION_KIND:
             raise JournalError("decisions are recorded through record_decision", case_id=case_id)
         with self._lock:
+            if after is not None and case_id is not None:
+                found = self._last.get(case_id, 0)
+                if found != after:
+                    raise stale_case(case_id, after, found)
             return self._append_locked(case_id, kind, payload)
+
+    def last_seq(self, case_id: str) -> int:
+        with self._lock:
+            return self._last.get(case_id, 0)
 
     def record_decision(self, case_id: str, payload: Mapping[str, Any]) -> Entry:
         with self._lock:

@@ -61,6 +61,7 @@ from sqlalchemy.pool import ConnectionPoolEntry, StaticPool
 from sqlalchemy.schema import CreateSchema
 
 from credit.canonical import dumps, loads
+from credit.clock import clock_from_env
 from credit.journal.base import (
     DECISION_KIND,
     GENESIS_HASH,
@@ -70,8 +71,8 @@ from credit.journal.base import (
     Entry,
     JournalError,
     Store,
-    SystemClock,
     make_entry,
+    stale_case,
     verify_chain,
 )
 
@@ -251,7 +252,7 @@ class SqlStore:
     ) -> None:
         parsed, self.schema = _parse_url(url, schema)
         self.url = parsed.render_as_string(hide_password=True)
-        self._clock = clock or SystemClock()
+        self._clock = clock or clock_from_env()
         self._postgres = parsed.get_backend_name() == "postgresql"
         self._lock_key = _lock_key(self.schema)
         memory = _is_memory_sqlite(parsed)
@@ -395,11 +396,32 @@ class SqlStore:
         )
         return entry
 
-    def append(self, case_id: str | None, kind: str, payload: Mapping[str, Any]) -> Entry:
+    def append(
+        self,
+        case_id: str | None,
+        kind: str,
+        payload: Mapping[str, Any],
+        *,
+        after: int | None = None,
+    ) -> Entry:
         if kind == DECISION_KIND:
             raise JournalError("decisions are recorded through record_decision", case_id=case_id)
         with self._write() as conn:
+            if after is not None and case_id is not None:
+                found = self._last_seq(conn, case_id)
+                if found != after:
+                    raise stale_case(case_id, after, found)
             return self._append_locked(conn, case_id, kind, payload)
+
+    def _last_seq(self, conn: Connection, case_id: str) -> int:
+        found = conn.execute(
+            select(func.max(self._entries.c.seq)).where(self._entries.c.case_id == case_id)
+        ).scalar_one_or_none()
+        return int(found or 0)
+
+    def last_seq(self, case_id: str) -> int:
+        with self._read() as conn:
+            return self._last_seq(conn, case_id)
 
     def record_decision(self, case_id: str, payload: Mapping[str, Any]) -> Entry:
         try:
@@ -407,6 +429,13 @@ class SqlStore:
                 recorded = conn.execute(
                     select(self._decisions.c.seq).where(self._decisions.c.case_id == case_id)
                 ).scalar_one_or_none()
+                if recorded is None:  # the chain, not only the side table, says decided
+                    recorded = conn.execute(
+                        select(self._entries.c.seq).where(
+                            self._entries.c.case_id == case_id,
+                            self._entries.c.kind == DECISION_KIND,
+                        )
+                    ).scalar()
                 if recorded is not None:
                     raise DecisionAlreadyRecordedError(
                         f"a decision is already recorded (entry {recorded})", case_id=case_id

@@ -27,23 +27,18 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping, Sequence
-from decimal import Decimal
 
 from credit.catalogue import Catalogue, default_catalogue
 from credit.errors import NoNoticeError
 from credit.legal_frame import LegalFrame, default_frame
 from credit.models import Case, KeyFactor
-from credit.notice_format import Notice, NoticeReason
+from credit.notice_format import Notice, NoticeBasis, NoticeReason
+from credit.reason_facts import format_money
 from credit.underwriting import Underwriting
 
 __all__ = ["NOTICE_DECISIONS", "format_money", "render_notice"]
 
 NOTICE_DECISIONS = ("decline", "counteroffer")
-
-
-def format_money(value: Decimal) -> str:
-    """``$24,000.00``: dollars with thousands separators and cents."""
-    return f"${value:,.2f}"
 
 
 def _fill(template: str, values: Mapping[str, object]) -> str:
@@ -66,17 +61,25 @@ def _key_factors(frame: LegalFrame, factors: Sequence[KeyFactor]) -> list[KeyFac
 
 def render_notice(
     case: Case,
-    underwriting: Underwriting,
+    decided: NoticeBasis | Underwriting,
     *,
+    notice_date: dt.date | None = None,
     frame: LegalFrame | None = None,
     catalogue: Catalogue | None = None,
     variants: Mapping[str, int] | None = None,
 ) -> Notice:
-    """The notice for a decline or counteroffer. ``variants`` picks an approved
-    wording per reason code (the first by default)."""
+    """The notice for a decline or counteroffer, from the recorded decision (a
+    :class:`NoticeBasis`; an Underwriting for a notice made outside the journal).
+
+    ``notice_date`` is the day the notice is sent (the governed pipeline passes its
+    clock's date; a counteroffer's response window runs from it); without one the
+    notice is dated the case date (a preview). ``variants`` picks an approved wording
+    per reason code (the first by default)."""
     frame = frame or default_frame()
     catalogue = catalogue or default_catalogue()
-    decision = underwriting.decision.decision
+    basis = decided if isinstance(decided, NoticeBasis) else NoticeBasis.of(decided)
+    dated = notice_date or case.as_of
+    decision = basis.decision
     if decision not in NOTICE_DECISIONS:
         raise NoNoticeError(
             f"a decision to {decision} takes no adverse-action notice",
@@ -85,7 +88,7 @@ def render_notice(
         )
     product = case.application.product
     product_name = frame[f"products.{product}"]
-    common = {"caseId": case.case_id, "noticeDate": case.as_of, "productName": product_name}
+    common = {"caseId": case.case_id, "noticeDate": dated, "productName": product_name}
     paragraphs: list[list[str]] = [
         [frame["creditor.name"], frame["creditor.address"]],
         [
@@ -97,15 +100,13 @@ def render_notice(
     ]
     reasons: list[NoticeReason] = []
     lines = [frame["reasons.heading"]]
-    for number, stated in enumerate(underwriting.reasons, start=1):
-        entry = catalogue[stated.code]
-        sentence = entry.render(stated.values, (variants or {}).get(stated.code, 0))
+    for number, (code, values) in enumerate(basis.reasons, start=1):
+        entry = catalogue[code]
+        sentence = entry.render(values, (variants or {}).get(code, 0))
         lines += [f"{number}. {entry.category}", f"   {sentence}"]
-        reasons.append(
-            NoticeReason(code=stated.code, category=entry.category, values=dict(stated.values))
-        )
+        reasons.append(NoticeReason(code=code, category=entry.category, values=dict(values)))
     paragraphs.append(lines)
-    offer = underwriting.counteroffer
+    offer = basis.offer
     if decision == "counteroffer":
         assert offer is not None
         if product == "auto":
@@ -129,21 +130,21 @@ def render_notice(
                     "payment": format_money(offer.payment),
                 },
             )
-        expires = case.as_of + dt.timedelta(days=frame.offer_valid_days)
+        expires = dated + dt.timedelta(days=frame.offer_valid_days)
         standing = _fill(
             frame["counteroffer.standing"],
             {"validDays": frame.offer_valid_days, "offerExpires": expires.isoformat()},
         )
         paragraphs.append([frame["counteroffer.heading"], terms, standing])
     report = case.credit_report
-    if underwriting.figures.score is not None:
+    if basis.uses_score and report.score is not None:
         bureau = {
             "bureauName": report.bureau.name,
             "bureauAddress": report.bureau.address,
             "bureauPhone": report.bureau.phone,
         }
         score = {
-            "score": underwriting.figures.score,
+            "score": report.score,
             "scoreLow": report.score_range[0],
             "scoreHigh": report.score_range[1],
             "scoreDate": report.score_date,
@@ -178,7 +179,7 @@ def render_notice(
     text = "\n\n".join("\n".join(p) for p in paragraphs) + "\n"
     return Notice(
         case_id=case.case_id,
-        notice_date=case.as_of,
+        notice_date=dated,
         product=product,
         decision=decision,
         reasons=tuple(reasons),

@@ -23,13 +23,16 @@ Results are JSON-safe: exact decimals are written as decimal strings (``"84000.0
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any, Final
 
+from credit.catalogue import Catalogue, default_catalogue
+from credit.decision_record import CompletedDecision, complete
 from credit.errors import InputError
 from credit.governance.governor import Governor
 from credit.journal.base import Store
+from credit.models import Decision, parse_case
 from credit.policy import Policy, PolicyRegistry
 
 __all__ = [
@@ -66,7 +69,11 @@ TOOL_DESCRIPTIONS: Final = {
         "counteroffer | refer), terms? {apr?, creditLine?, amount?, termMonths?}, "
         "scoreBand (prime | near-prime | subprime | unscored), dtiPct, ltvPct (auto; null "
         "for card), policyBasis [the policy rules applied], factors [the specific credit "
-        "factors, in plain language], confidence (0..1)}. Numbers may be decimal strings. "
+        "factors, in plain language], confidence (0..1)}; `reasonCodes` lists the reason "
+        "codes of the catalogue, in order: 1 to 4 adverse codes for a decline or "
+        "counteroffer, at least one referral code for a referral, none for an approval. "
+        "The catalogue supplies each reason's approved wording and the figures from the "
+        "file, and policyBasis[0] cites the policy served. Numbers may be decimal strings. "
         "The decision is held for the fair-lending and model-risk checks before it takes "
         "effect."
     ),
@@ -97,6 +104,8 @@ class CaseTools:
         case_id: str,
         governor: Governor,
         registry: PolicyRegistry | None = None,
+        *,
+        catalogue: Catalogue | None = None,
     ) -> None:
         if governor.case_id != case_id:
             raise ValueError(f"governor is for case {governor.case_id}, not {case_id}")
@@ -104,6 +113,7 @@ class CaseTools:
         self.case_id = case_id
         self.governor = governor
         self.registry = registry or PolicyRegistry.bundled()
+        self.catalogue = catalogue or default_catalogue()
         self.calls: list[str] = []
 
     def _document(self) -> Mapping[str, Any]:
@@ -157,11 +167,34 @@ class CaseTools:
         self._note_policy(policy)
         return self._read("get_policy", policy.to_document())
 
-    def record_decision(self, decision: Any) -> dict[str, Any]:
+    def _complete(self, decision: Decision, codes: Sequence[str] | None) -> CompletedDecision:
+        """Complete a submitted decision from the catalogue and this case's file."""
+        case = parse_case(dict(self._document()))
+        return complete(
+            decision,
+            codes,
+            application=case.application,
+            report=case.credit_report,
+            policy=self.policy(),
+            catalogue=self.catalogue,
+            case_id=self.case_id,
+        )
+
+    def record_decision(
+        self, decision: Any, reason_codes: Sequence[str] | None = None
+    ) -> dict[str, Any]:
         self.calls.append("record_decision")
         if self.governor.policy is None:  # recorded without reading it: the one in force
             self._note_policy(self.policy())
-        entry = self.governor.commit(decision)
+        if reason_codes is not None and (
+            isinstance(reason_codes, str)
+            or not isinstance(reason_codes, Sequence)
+            or not all(isinstance(c, str) for c in reason_codes)
+        ):
+            raise InputError(
+                "reasonCodes is a list of reason codes", case_id=self.case_id, field="reasonCodes"
+            )
+        entry = self.governor.commit(decision, reason_codes, completer=self._complete)
         return {
             "recorded": True,
             "caseId": self.case_id,
@@ -174,13 +207,13 @@ class CaseTools:
         """Dispatch one tool call by name (the four tools only)."""
         arguments = dict(arguments or {})
         if name == "record_decision":
-            if set(arguments) != {"decision"}:
+            if "decision" not in arguments or not set(arguments) <= {"decision", "reasonCodes"}:
                 raise InputError(
-                    "record_decision takes exactly one argument, `decision`",
+                    "record_decision takes `decision` and `reasonCodes`",
                     case_id=self.case_id,
                     field="decision",
                 )
-            return self.record_decision(arguments["decision"])
+            return self.record_decision(arguments["decision"], arguments.get("reasonCodes"))
         if name not in READ_TOOLS:
             raise InputError(f"there is no tool {name!r}", case_id=self.case_id)
         if arguments:

@@ -68,8 +68,13 @@ def build_server(tools: CaseTools) -> MCPServer:
     async def get_policy() -> dict[str, Any]:
         return get_policy_call({})
 
-    async def record_decision(decision: dict[str, Any]) -> dict[str, Any]:
-        return record_decision_call({"decision": decision})
+    async def record_decision(
+        decision: dict[str, Any], reasonCodes: list[str] | None = None
+    ) -> dict[str, Any]:
+        arguments: dict[str, Any] = {"decision": decision}
+        if reasonCodes is not None:
+            arguments["reasonCodes"] = reasonCodes
+        return record_decision_call(arguments)
 
     for fn, hints in (
         (get_application, read_only),

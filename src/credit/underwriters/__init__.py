@@ -8,6 +8,7 @@ from credit.underwriters.rules import RulesUnderwriter
 from credit.underwriters.runtime import (
     SAFETY_REFUSAL,
     SPARK_METHODOLOGY,
+    TURN_FAILED,
     UNDERWRITER_TURN,
     SparkRuntime,
     TurnContext,
@@ -18,6 +19,7 @@ from credit.underwriters.runtime import (
 __all__ = [
     "SAFETY_REFUSAL",
     "SPARK_METHODOLOGY",
+    "TURN_FAILED",
     "UNDERWRITER_TURN",
     "RulesUnderwriter",
     "SparkRuntime",

@@ -97,7 +97,12 @@ _NO_ARGUMENTS: Final = {"type": "object", "properties": {}, "additionalPropertie
 _RECORD_ARGUMENTS: Final = {
     "type": "object",
     "properties": {
-        "decision": {"type": "object", "description": "The Decision (see the tool description)."}
+        "decision": {"type": "object", "description": "The Decision (see the tool description)."},
+        "reasonCodes": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "The reason codes of the catalogue, in order.",
+        },
     },
     "required": ["decision"],
     "additionalProperties": False,

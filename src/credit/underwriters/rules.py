@@ -94,7 +94,10 @@ class RulesUnderwriter:
         wire = result.decision.to_wire()
         # The output is the decision produced, recorded or refused: the verdict, not
         # the underwriter, decides what the caller sees.
-        await session.call("record_decision", {"decision": jsonable(wire)})
+        await session.call(
+            "record_decision",
+            {"decision": jsonable(wire), "reasonCodes": list(result.reason_codes)},
+        )
         return dumps(wire)
 
 

@@ -33,8 +33,9 @@ from typing import Any, Final, Protocol, runtime_checkable
 
 import anyio
 
+from credit import kinds as _kinds
 from credit.canonical import sha256_hex
-from credit.errors import InputError
+from credit.errors import CreditError, InputError
 from credit.governance.governor import Governor
 from credit.governance.guard import FairLendingGuard, Redaction
 from credit.governance.refusal import SafetyVerdict, build_refusal_surface
@@ -45,15 +46,18 @@ from credit.tools.governed import TOOL_NAMES, CaseTools
 __all__ = [
     "SAFETY_REFUSAL",
     "SPARK_METHODOLOGY",
+    "TURN_FAILED",
     "UNDERWRITER_TURN",
     "SparkRuntime",
     "TurnContext",
     "TurnResult",
     "Underwriter",
+    "failure_payload",
 ]
 
-UNDERWRITER_TURN: Final = "underwriter.turn"
-SAFETY_REFUSAL: Final = "safety.refusal"
+UNDERWRITER_TURN: Final = _kinds.UNDERWRITER_TURN
+SAFETY_REFUSAL: Final = _kinds.SAFETY_REFUSAL
+TURN_FAILED: Final = _kinds.TURN_FAILED
 
 SPARK_METHODOLOGY: Final = """\
 You are Spark, a consumer credit underwriter (auto loans and credit cards).
@@ -121,6 +125,8 @@ class TurnResult:
     refusal when a runtime-checkable safety boundary was violated.
     ``audited_surface`` is the underwriter's own output, unchanged (journaled).
     ``decision_entry`` is the held ``decision.recorded`` entry this turn committed.
+    ``error`` is what stopped a turn that could not complete (journaled as
+    ``turn.failed``: a person takes the case over); ``failure`` says it in words.
     """
 
     case_id: str
@@ -133,10 +139,16 @@ class TurnResult:
     started: bool
     decision_entry: Entry | None
     redactions: tuple[tuple[str, Redaction], ...] = field(default=())
+    error: Exception | None = None
+    failure: str | None = None
 
     @property
     def violated(self) -> tuple[str, ...]:
         return self.verdict.violated
+
+    @property
+    def failed(self) -> bool:
+        return self.failure is not None
 
 
 class SparkRuntime:
@@ -189,19 +201,10 @@ class SparkRuntime:
         if started:
             try:
                 audited = await underwriter.run(tools, context)
-            except Exception as err:
-                self.store.append(
-                    case_id,
-                    UNDERWRITER_TURN,
-                    {
-                        "underwriter": underwriter.name,
-                        "turn": turn,
-                        "started": True,
-                        "error": f"{type(err).__name__}: {err}",
-                        "verdict": _verdict_wire(governor.verdict()),
-                    },
+            except Exception as err:  # any failure of the turn is journaled, never lost
+                return self._failed(
+                    case_id, underwriter.name, turn, governor, tools, err, started=True
                 )
-                raise
         verdict = governor.verdict()
         refusal = build_refusal_surface(verdict)
         surface = refusal if refusal is not None else audited
@@ -232,6 +235,33 @@ class SparkRuntime:
                 },
             )
         self.last_refusal_was_typed = refusal is not None
+        if refusal is None and governor.committed is None:
+            failure = "the underwriter ended its turn without recording a decision"
+            self.store.append(
+                case_id,
+                TURN_FAILED,
+                {
+                    "stage": "underwriter",
+                    "underwriter": underwriter.name,
+                    "turn": turn,
+                    "error": failure,
+                    "errorType": "NoDecisionRecorded",
+                    "toolCalls": list(tools.calls),
+                },
+            )
+            return TurnResult(
+                case_id=case_id,
+                underwriter=underwriter.name,
+                turn=turn,
+                surface=surface,
+                audited_surface=audited,
+                refused=False,
+                verdict=verdict,
+                started=started,
+                decision_entry=None,
+                redactions=tuple(governor.redactions),
+                failure=failure,
+            )
         return TurnResult(
             case_id=case_id,
             underwriter=underwriter.name,
@@ -245,6 +275,50 @@ class SparkRuntime:
             redactions=tuple(governor.redactions),
         )
 
+    def _failed(
+        self,
+        case_id: str,
+        name: str,
+        turn: str,
+        governor: Governor,
+        tools: CaseTools,
+        err: Exception,
+        *,
+        started: bool,
+    ) -> TurnResult:
+        verdict = governor.verdict()
+        self.store.append(
+            case_id,
+            UNDERWRITER_TURN,
+            {
+                "underwriter": name,
+                "turn": turn,
+                "started": started,
+                "error": f"{type(err).__name__}: {err}",
+                "toolCalls": list(tools.calls),
+                "decisionEntry": governor.committed.seq if governor.committed else None,
+                "verdict": _verdict_wire(verdict),
+            },
+        )
+        payload = failure_payload("underwriter", err)
+        payload.update(underwriter=name, turn=turn, toolCalls=list(tools.calls))
+        if governor.committed is None:  # a decision recorded before the error stands
+            self.store.append(case_id, TURN_FAILED, payload)
+        return TurnResult(
+            case_id=case_id,
+            underwriter=name,
+            turn=turn,
+            surface="",
+            audited_surface="",
+            refused=False,
+            verdict=verdict,
+            started=started,
+            decision_entry=governor.committed,
+            redactions=tuple(governor.redactions),
+            error=err,
+            failure=None if governor.committed is not None else str(payload["error"]),
+        )
+
     def run_turn(self, case_id: str, underwriter: Underwriter) -> TurnResult:
         """:meth:`turn` for synchronous callers (runs its own event loop)."""
 
@@ -252,6 +326,23 @@ class SparkRuntime:
             return await self.turn(case_id, underwriter)
 
         return anyio.run(main)
+
+
+def failure_payload(stage: str, err: BaseException) -> dict[str, Any]:
+    """The ``turn.failed`` payload for an error at a stage (underwriter, review,
+    notice): what it was, and the field and rule it names when it is one of ours."""
+    message = getattr(err, "message", None) or str(err) or type(err).__name__
+    payload: dict[str, Any] = {
+        "stage": stage,
+        "error": f"{type(err).__name__}: {message}",
+        "errorType": type(err).__name__,
+    }
+    if isinstance(err, CreditError):
+        for name in ("field", "rule", "check", "boundary_id"):
+            value = getattr(err, name, None)
+            if isinstance(value, str):
+                payload[name if name != "boundary_id" else "boundary"] = value
+    return payload
 
 
 def _verdict_wire(verdict: SafetyVerdict) -> list[dict[str, Any]]:

@@ -7,6 +7,7 @@ from credit.underwriting.engine import (
     StatedReason,
     Underwriting,
     decide_case,
+    request_figures,
     underwrite,
 )
 
@@ -20,5 +21,6 @@ __all__ = [
     "decide_case",
     "dti_pct",
     "ltv_pct",
+    "request_figures",
     "underwrite",
 ]

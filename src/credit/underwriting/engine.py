@@ -23,6 +23,7 @@ from credit.catalogue import Catalogue, default_catalogue
 from credit.errors import NotInPolicyError, UndecidedCaseError
 from credit.models import Application, Case, CreditReport, Decision, Terms
 from credit.policy import BANDS, BandPricing, Param, Policy, ProductPolicy
+from credit.reason_facts import Facts, file_facts, stated_values
 from credit.underwriting.capacity import (
     amortised_payment,
     card_payment,
@@ -32,7 +33,15 @@ from credit.underwriting.capacity import (
     round_half_up,
 )
 
-__all__ = ["Counteroffer", "Figures", "StatedReason", "Underwriting", "decide_case", "underwrite"]
+__all__ = [
+    "Counteroffer",
+    "Figures",
+    "StatedReason",
+    "Underwriting",
+    "decide_case",
+    "request_figures",
+    "underwrite",
+]
 
 _ONE = Decimal(1)
 _HALF = Decimal("0.5")
@@ -117,6 +126,22 @@ class _Context:
     margins: dict[str, Decimal] = field(default_factory=dict)
     searched: bool = False  # the counteroffer search has run (its result is ``offer``)
     offer: Counteroffer | None = None
+    _facts: Facts | None = None
+
+    @property
+    def facts(self) -> Facts:
+        """The file's facts that reasons state (built once, only when a reason is)."""
+        if self._facts is None:
+            f = self.figures
+            self._facts = file_facts(
+                self.application,
+                self.report,
+                self.policy,
+                self.catalogue,
+                dti_pct=f.dti_pct,
+                ltv_pct=f.ltv_pct,
+            )
+        return self._facts
 
     @property
     def score_fails(self) -> bool:
@@ -304,47 +329,27 @@ def _cite_caps(ctx: _Context) -> None:
 # ---------------------------------------------------------------- reasons (step 5)
 
 
-def _stated(ctx: _Context, code: str, values: Mapping[str, str]) -> StatedReason:
+def _stated(ctx: _Context, code: str) -> StatedReason:
+    """A reason with the figures the file gives it (credit.reason_facts)."""
     entry = ctx.catalogue[code]
-    return StatedReason(code, dict(values), entry.render(values))
+    values = stated_values(entry, ctx.facts)
+    return StatedReason(code, values, entry.render(values))
 
 
 def _adverse_reasons(ctx: _Context, *, score_principal: bool) -> tuple[StatedReason, ...]:
     """Principal reasons in the policy's factor order, at most ``maxReasons``."""
-    f = ctx.figures
-    product_name = ctx.catalogue.product_names[f.product]
     groups: dict[str, list[StatedReason]] = {kind: [] for kind in ctx.policy["factorOrder"].value}
     if ctx.score_fails:
-        groups["scoreBelowMinimum"].append(
-            _stated(
-                ctx,
-                "SCORE_BELOW_MINIMUM",
-                {"score": str(f.score), "minScore": str(f.min_score), "productName": product_name},
-            )
-        )
+        groups["scoreBelowMinimum"].append(_stated(ctx, "SCORE_BELOW_MINIMUM"))
     if ctx.dti_fails:
-        groups["dtiOverCap"].append(
-            _stated(
-                ctx,
-                "DTI_OVER_CAP",
-                {
-                    "dtiPct": str(f.dti_pct),
-                    "maxDtiPct": str(f.max_dti_pct),
-                    "productName": product_name,
-                },
-            )
-        )
+        groups["dtiOverCap"].append(_stated(ctx, "DTI_OVER_CAP"))
     if ctx.ltv_fails:
-        groups["ltvOverCap"].append(
-            _stated(
-                ctx, "LTV_OVER_CAP", {"ltvPct": str(f.ltv_pct), "maxLtvPct": str(f.max_ltv_pct)}
-            )
-        )
+        groups["ltvOverCap"].append(_stated(ctx, "LTV_OVER_CAP"))
     if score_principal:
         for kf in ctx.report.key_factors:
             code = ctx.catalogue.key_factor_code(kf.code)
             assert code is not None  # checked on entry to underwrite()
-            groups["bureauKeyFactors"].append(_stated(ctx, code, {"keyFactorValue": kf.value}))
+            groups["bureauKeyFactors"].append(_stated(ctx, code))
     ordered = [r for kind in ctx.policy["factorOrder"].value for r in groups[kind]]
     cap = ctx.policy["maxReasons"]
     if len(ordered) > cap.value:
@@ -362,7 +367,7 @@ def _refer_unusable_file(ctx: _Context) -> _Outcome | None:
     r, pol = ctx.report, ctx.policy
     reasons: list[StatedReason] = []
     if r.score is None:
-        reasons.append(_stated(ctx, "REFER_NO_SCORE", {}))
+        reasons.append(_stated(ctx, "REFER_NO_SCORE"))
     min_tl, min_hist = pol["thinFile.minTradelines"], pol["thinFile.minHistoryMonths"]
     thin_tl = r.tradelines < min_tl.value
     thin_hist = r.history_months < min_hist.value
@@ -375,26 +380,13 @@ def _refer_unusable_file(ctx: _Context) -> _Outcome | None:
         f"{'is a thin file' if thin_hist else 'pass'}"
     )
     if thin_tl:
-        reasons.append(
-            _stated(
-                ctx,
-                "REFER_FEW_TRADELINES",
-                {"tradelines": str(r.tradelines), "minTradelines": str(min_tl.value)},
-            )
-        )
+        reasons.append(_stated(ctx, "REFER_FEW_TRADELINES"))
     if thin_hist:
-        reasons.append(
-            _stated(
-                ctx,
-                "REFER_SHORT_HISTORY",
-                {"historyMonths": str(r.history_months), "minHistoryMonths": str(min_hist.value)},
-            )
-        )
+        reasons.append(_stated(ctx, "REFER_SHORT_HISTORY"))
     unresolved = r.unresolved_disputes
     ctx.basis.append(f"disputes: {len(unresolved)} unresolved on the file")
     if unresolved:
-        ids = ", ".join(d.tradeline_id for d in unresolved)
-        reasons.append(_stated(ctx, "REFER_UNRESOLVED_DISPUTE", {"disputedTradelines": ids}))
+        reasons.append(_stated(ctx, "REFER_UNRESOLVED_DISPUTE"))
     if not reasons:
         return None
     return _Outcome("refer", tuple(reasons))
@@ -608,13 +600,7 @@ def _margin_reasons(ctx: _Context, basis: list[str]) -> tuple[StatedReason, ...]
         f"{f.min_score}..{top}"
     )
     if in_score:
-        reasons.append(
-            _stated(
-                ctx,
-                "REFER_SCORE_MARGIN",
-                {"score": str(f.score), "minScore": str(f.min_score), "marginTopScore": str(top)},
-            )
-        )
+        reasons.append(_stated(ctx, "REFER_SCORE_MARGIN"))
     dm = pol["margins.dtiPct"]
     low = f.max_dti_pct - dm.value
     in_dti = low <= f.dti_pct <= f.max_dti_pct
@@ -623,17 +609,7 @@ def _margin_reasons(ctx: _Context, basis: list[str]) -> tuple[StatedReason, ...]
         f"{low}..{f.max_dti_pct}"
     )
     if in_dti:
-        reasons.append(
-            _stated(
-                ctx,
-                "REFER_DTI_MARGIN",
-                {
-                    "dtiPct": str(f.dti_pct),
-                    "marginLowDtiPct": str(low),
-                    "maxDtiPct": str(f.max_dti_pct),
-                },
-            )
-        )
+        reasons.append(_stated(ctx, "REFER_DTI_MARGIN"))
     if f.ltv_pct is not None and f.max_ltv_pct is not None:
         lm = pol["margins.ltvPct"]
         low_ltv = f.max_ltv_pct - lm.value
@@ -643,17 +619,7 @@ def _margin_reasons(ctx: _Context, basis: list[str]) -> tuple[StatedReason, ...]
             f"{low_ltv}..{f.max_ltv_pct}"
         )
         if in_ltv:
-            reasons.append(
-                _stated(
-                    ctx,
-                    "REFER_LTV_MARGIN",
-                    {
-                        "ltvPct": str(f.ltv_pct),
-                        "marginLowLtvPct": str(low_ltv),
-                        "maxLtvPct": str(f.max_ltv_pct),
-                    },
-                )
-            )
+            reasons.append(_stated(ctx, "REFER_LTV_MARGIN"))
     return tuple(reasons)
 
 
@@ -762,6 +728,19 @@ def underwrite(
         )
         return Underwriting(case_id, decision, outcome.reasons, figures, step, outcome.counteroffer)
     raise UndecidedCaseError("no decision step applies", case_id=case_id, rule=lk.cites[steps.key])
+
+
+def request_figures(
+    application: Application, report: CreditReport, policy: Policy, *, case_id: str
+) -> Figures:
+    """Methodology steps 2 and 3 alone: the band, the payment, DTI and LTV of the
+    request as made, whether or not the policy offers what it asks (a person deciding a
+    case by hand states these figures, as the policy computes them)."""
+    lk = _lookups(policy)
+    product = lk.products[application.product]
+    basis: list[str] = []
+    band = _band(report.score, policy, basis, case_id)
+    return _capacity(application, report.score, band, policy, product, basis)
 
 
 def decide_case(case: Case, policy: Policy, catalogue: Catalogue | None = None) -> Underwriting:

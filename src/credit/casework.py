@@ -1,0 +1,365 @@
+"""Carrying every case to a final action: the system's own work and a person's.
+
+:class:`CaseWork` is the one place a case is moved, by the system or by a person, in the
+life :mod:`credit.lifecycle` describes:
+
+- **The system finishes its own work** (:meth:`CaseWork.finish`): a decision awaiting
+  the Keystone review is reviewed; a released decline or counteroffer gets its notice
+  rendered from the recorded decision, verified (V1-V8) and sent, dated the day it is
+  sent (:mod:`credit.clock`). The pipeline does this on every run, the service at
+  start-up and on every read of a case, so a decision a crash left half way is
+  finished by the system, never left to a person. Anything that stops a step (an error
+  in a review, a notice that cannot be rendered) is journaled once as ``turn.failed``
+  and becomes a ``failed`` work item for a person: it is not retried by the system.
+- **The queue** (:meth:`CaseWork.queue`): every case not at a final action is exactly one
+  open work item, with the role that works it and its Regulation B deadline.
+- **A person moves a case** with a key (an :class:`~credit.roles.Actor`): a reviewer
+  approves or releases (four eyes) or rejects a held decision (:mod:`credit.governance
+  .keystone`); a credit officer decides a case at a person's item
+  (:mod:`credit.governance.officer`) or records it withdrawn. Each action is judged on
+  the state it read and lands only if the case has not moved since (the store's
+  ``after``), so two people acting at once cannot both land. An action the state does
+  not allow is :class:`~credit.errors.CaseStateError` naming the state.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final, TypeVar
+
+from credit.catalogue import Catalogue, default_catalogue
+from credit.clock import Clock, clock_from_env
+from credit.errors import AccessError, CaseStateError, NoticeError, SendRefusedError
+from credit.governance.keystone import GateAction, Keystone
+from credit.governance.officer import OfficerDecision, build_officer_decision
+from credit.governance.refusal import build_refusal_surface
+from credit.governance.safety import safety_verdict, unverified_notice_send
+from credit.guardrails.expectation import expectation_for
+from credit.guardrails.verifier import Verifier
+from credit.journal.base import Entry, StaleCaseError, Store
+from credit.kinds import (
+    CASE_WITHDRAWN,
+    NOTICE_BLOCKED,
+    NOTICE_SENT,
+    NOTICE_VERIFIED,
+    OFFICER_DECIDED,
+    SAFETY_REFUSAL,
+    TURN_FAILED,
+)
+from credit.lifecycle import OFFICER_DECIDES, CaseLife, WorkItem, fold, fold_all
+from credit.models import Case, parse_case
+from credit.notice_format import NoticeBasis
+from credit.notices.outbox import Outbox
+from credit.notices.render import render_notice
+from credit.policy import PolicyRegistry
+from credit.roles import Actor, Role
+from credit.underwriters.runtime import failure_payload
+
+__all__ = ["RETRIES", "CaseWork", "NoticeOutcome"]
+
+# How many times an action is judged again when the case moved under it (another
+# worker's entry landed between the read and the write).
+RETRIES: Final = 5
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True, slots=True)
+class NoticeOutcome:
+    """How a notice step ended: ``sent``, ``blocked`` (a person must act) or ``failed``."""
+
+    kind: str
+    entry: Entry
+
+
+class CaseWork:
+    """The work on the cases of one store (thread-safe: every write is conditioned on
+    the case's latest entry)."""
+
+    def __init__(
+        self,
+        store: Store,
+        outbox: Outbox,
+        *,
+        registry: PolicyRegistry | None = None,
+        keystone: Keystone | None = None,
+        verifier: Verifier | None = None,
+        clock: Clock | None = None,
+        catalogue: Catalogue | None = None,
+    ) -> None:
+        self.store = store
+        self.outbox = outbox
+        self.registry = registry or PolicyRegistry.bundled()
+        self.keystone = keystone or Keystone(store, registry=self.registry)
+        self.verifier = verifier or Verifier()
+        self.clock = clock or clock_from_env()
+        self.catalogue = catalogue or default_catalogue()
+
+    # ------------------------------------------------------------------ reading
+
+    def today(self) -> dt.date:
+        return self.clock.now().astimezone(dt.UTC).date()
+
+    def life(self, case_id: str) -> CaseLife:
+        return fold(case_id, self.store.entries(case_id), self.registry)
+
+    def lives(self) -> dict[str, CaseLife]:
+        """Every case's life, in the order the cases first appear in the journal."""
+        return fold_all(self.store.entries(), self.registry)
+
+    def queue(self, *, finish: bool = True) -> list[WorkItem]:
+        """Every open work item, most urgent first (then in the order opened). With
+        ``finish`` (the default) the system first finishes its own pending work."""
+        lives = self.finish_all() if finish else self.lives()
+        items = [life.item for life in lives.values() if life.item is not None]
+        return sorted(items, key=lambda i: (i.deadline, i.opened_seq))
+
+    # ------------------------------------------------------------------ the system's work
+
+    def finish_all(self) -> dict[str, CaseLife]:
+        """Finish the system's pending work on every case (a review, a notice)."""
+        lives = self.lives()
+        pending = [c for c, life in lives.items() if life.system_work is not None]
+        if pending:
+            pool = self.keystone.equipoise.pool()
+            for case_id in pending:
+                lives[case_id] = self.finish(case_id, pool=pool)
+        return lives
+
+    def finish(self, case_id: str, *, pool: Any = None) -> CaseLife:
+        """Finish the system's work on one case: review an undecided gate, send a
+        released decision's notice. A step that fails is journaled once as
+        ``turn.failed`` (a person takes the case over)."""
+        for _ in range(RETRIES * 2):
+            life = self.life(case_id)
+            work = life.system_work
+            if work is None:
+                return life
+            try:
+                if work == "review":
+                    self.keystone.review(case_id, pool=pool)
+                else:
+                    self._notify(life)
+            except StaleCaseError:
+                continue  # another worker moved the case: read it again
+            except Exception as err:
+                self._fail(life, work, err)
+        return self.life(case_id)
+
+    def _fail(self, life: CaseLife, stage: str, err: BaseException) -> None:
+        payload = failure_payload(stage, err)
+        if life.decision is not None:
+            payload["decisionSeq"] = life.decision.seq
+        # If the case moved meanwhile, the next pass reads where it stands.
+        with contextlib.suppress(StaleCaseError):
+            self.store.append(life.case_id, TURN_FAILED, payload, after=life.last_seq)
+
+    def _case(self, case_id: str) -> Case:
+        document = self.store.get_case(case_id)
+        if document is None:
+            raise NoticeError("the case document is missing from the store", case_id=case_id)
+        return parse_case(dict(document))
+
+    def notify(self, case_id: str) -> CaseLife:
+        """The notice step for one case (when its state is ``notice-pending``)."""
+        return self.finish(case_id)
+
+    def _notify(self, life: CaseLife) -> NoticeOutcome:
+        decision = life.decision
+        assert decision is not None and life.state == "notice-pending"
+        case_id = life.case_id
+        case = self._case(case_id)
+        try:
+            basis = NoticeBasis.from_record(case, decision.wire, decision.reasons, decision.offer)
+        except NoticeError as err:
+            return self._block(life, None, err.message)
+        today = self.today()
+        notice = render_notice(case, basis, notice_date=today, catalogue=self.catalogue)
+        report = self.verifier.verify(notice, expectation_for(case, basis, notice_date=today))
+        verified = self.store.append(
+            case_id,
+            NOTICE_VERIFIED,
+            {
+                "decisionSeq": decision.seq,
+                "noticeSha256": report.notice_sha256,
+                "noticeDate": today.isoformat(),
+                "passed": report.passed,
+                "failed": list(report.failed),
+                "report": report.to_wire(),
+            },
+            after=life.last_seq,
+        )
+        boundary = unverified_notice_send(notice.sha256, report, case_id=case_id)
+        verdict = safety_verdict(boundary)
+        refusal = build_refusal_surface(verdict)
+        if refusal is not None:
+            entry = self.store.append(
+                case_id,
+                NOTICE_BLOCKED,
+                {
+                    "decisionSeq": decision.seq,
+                    "noticeSha256": notice.sha256,
+                    "reason": boundary.detail,
+                    "failed": list(report.failed),
+                },
+                after=verified.seq,
+            )
+            self.store.append(
+                case_id,
+                SAFETY_REFUSAL,
+                {
+                    "stage": "notice",
+                    "decisionSeq": decision.seq,
+                    "boundaries": list(verdict.violated),
+                    "surface": refusal,
+                },
+                after=entry.seq,
+            )
+            return NoticeOutcome(NOTICE_BLOCKED, entry)
+        try:
+            sent = self.outbox.send(notice, report)
+        except SendRefusedError as err:
+            entry = self.store.append(
+                case_id,
+                NOTICE_BLOCKED,
+                {"decisionSeq": decision.seq, "noticeSha256": notice.sha256, "reason": err.message},
+                after=verified.seq,
+            )
+            return NoticeOutcome(NOTICE_BLOCKED, entry)
+        entry = self.store.append(
+            case_id,
+            NOTICE_SENT,
+            {
+                "decisionSeq": decision.seq,
+                "noticeSha256": sent.notice_sha256,
+                "noticeDate": today.isoformat(),
+                "decision": decision.decision,
+            },
+            after=verified.seq,
+        )
+        return NoticeOutcome(NOTICE_SENT, entry)
+
+    def _block(self, life: CaseLife, sha256: str | None, why: str) -> NoticeOutcome:
+        assert life.decision is not None
+        entry = self.store.append(
+            life.case_id,
+            NOTICE_BLOCKED,
+            {"decisionSeq": life.decision.seq, "noticeSha256": sha256, "reason": why},
+            after=life.last_seq,
+        )
+        return NoticeOutcome(NOTICE_BLOCKED, entry)
+
+    # ------------------------------------------------------------------ a person's action
+
+    def _retrying(self, act: Callable[[], _T]) -> _T:
+        """Run a person's action, judging it again if the case moved under it."""
+        for attempt in range(RETRIES):
+            try:
+                return act()
+            except StaleCaseError:
+                if attempt == RETRIES - 1:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def release(self, case_id: str, actor: Actor, reason: str) -> tuple[GateAction, CaseLife]:
+        """A reviewer's release (the first approves, a second releases: four eyes); a
+        released decline or counteroffer then gets its notice."""
+        action = self._retrying(lambda: self.keystone.release(case_id, actor, reason))
+        return action, self.finish(case_id)
+
+    def reject(self, case_id: str, actor: Actor, reason: str) -> CaseLife:
+        """A reviewer rejects a held decision: a credit officer must decide the case."""
+        self._retrying(lambda: self.keystone.reject(case_id, actor, reason))
+        return self.life(case_id)
+
+    def officer_decide(self, case_id: str, actor: Actor, request: OfficerDecision) -> CaseLife:
+        """A credit officer decides a case at a person's work item. The decision goes
+        through the Keystone gate; once released, a decline or counteroffer gets its
+        notice rendered from the recorded reasons, verified and sent."""
+        _require(actor, Role.OFFICER, "decide a case")
+
+        def act() -> Entry:
+            life = self.finish(case_id)
+            if life.state not in OFFICER_DECIDES or life.item is None:
+                raise CaseStateError(
+                    f"cannot decide: case {case_id} is {life.state}; a credit officer "
+                    f"decides a case that is {', '.join(OFFICER_DECIDES)}",
+                    case_id=case_id,
+                    state=life.state,
+                )
+            case = self._case(case_id)
+            policy = self.registry.in_force(case.as_of)
+            completed = build_officer_decision(
+                case,
+                request,
+                policy=policy,
+                catalogue=self.catalogue,
+                actor=actor,
+                item_kind=life.item.kind,
+            )
+            payload: dict[str, Any] = {
+                "decision": completed.decision.to_wire(),
+                **completed.payload(),
+                "status": "held",
+                "heldFor": "keystone",
+                "officer": actor.to_wire(),
+                "why": request.why.strip(),
+                "item": {"kind": life.item.kind, "openedSeq": life.item.opened_seq},
+                "policy": {"name": policy.name, "version": policy.version, "sha256": policy.sha256},
+            }
+            return self.store.append(case_id, OFFICER_DECIDED, payload, after=life.last_seq)
+
+        self._retrying(act)
+        return self.finish(case_id)
+
+    def withdraw(self, case_id: str, actor: Actor, why: str) -> CaseLife:
+        """Record that the applicant withdrew the application (a final action)."""
+        _require(actor, Role.OFFICER, "record a withdrawal")
+        if not why.strip():
+            raise CaseStateError(
+                "a withdrawal says why (how the applicant withdrew)",
+                case_id=case_id,
+                state="?",
+            )
+
+        def act() -> Entry:
+            life = self.life(case_id)
+            if life.accepted is None:
+                raise CaseStateError(
+                    "cannot withdraw: no case with this id was taken in",
+                    case_id=case_id,
+                    state="unknown",
+                )
+            if life.final:
+                raise CaseStateError(
+                    f"cannot withdraw: case {case_id} is already at a final action ({life.state})",
+                    case_id=case_id,
+                    state=life.state,
+                )
+            return self.store.append(
+                case_id,
+                CASE_WITHDRAWN,
+                {
+                    "by": actor.name,
+                    "keyId": actor.key_id,
+                    "why": why.strip(),
+                    "state": life.state,
+                    "decisionSeq": life.decision.seq if life.decision else None,
+                },
+                after=life.last_seq,
+            )
+
+        self._retrying(act)
+        return self.life(case_id)
+
+
+def _require(actor: Actor, role: Role, what: str) -> None:
+    if actor.role is not role:
+        raise AccessError(
+            f"the {actor.role.value} role may not {what} (the {role.value} role does)",
+            status=403,
+            principal=actor.name,
+            role=actor.role.value,
+        )

@@ -1,0 +1,631 @@
+"""The life of a case: its states, who moves it from one to the next, and the clock.
+
+This module is the one place that says what state a case is in. It folds the case's
+journal entries (in journal order) into a :class:`CaseLife`; every other module (the
+Keystone gate, the notice step, the work queue, the CLI, the service and the console)
+asks here and never re-derives a state from journal kinds of its own.
+
+States (``docs/governance.md`` draws them)::
+
+    received ──(system: the underwriter turn)──> awaiting-review | refused | failed
+    awaiting-review ──(system: Equipoise + Backstop)──> held | released
+    held ──(reviewer: approve, then a second reviewer releases)──> released
+    held ──(reviewer: reject)──> rejected
+    released ──> approved (final) | referred | notice-pending
+    notice-pending ──(system: render, verify V1-V8, send)──> notified (final) | notice-blocked
+    referred | rejected | refused | failed | notice-blocked
+        ──(officer: a decision of their own)──> awaiting-review
+    any state that is not final ──(officer: withdrawn by the applicant)──> withdrawn (final)
+
+Every state that is not final is exactly one open :class:`WorkItem` with the role that
+works it and a deadline, except the two the system finishes by itself
+(``awaiting-review``, ``notice-pending``: on the next run, at service start-up, and on
+any read of the case, :mod:`credit.casework`), which are never left to a person.
+
+The clock: Regulation B (12 CFR 1002.9(a)(1)) requires notice of the action taken
+within ``noticeDeadlineDays`` (policy data, 30) of a completed application; the case
+date (``asOf``) is the day the application was complete. A referral is not an action:
+a referred case stays on the clock until a person decides it. ``daysLeft`` is counted
+on the clock's date (:mod:`credit.clock`); an item is overdue when it is below zero.
+
+A decision belongs to the entries recorded after it: a reviewer's review, the gate's
+hold or release, a notice, each carries the ``decisionSeq`` of the decision it is
+about. An officer's decision (``officer.decided``) supersedes the one before it, and
+its own reviews, gate and notice start afresh.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from credit.errors import PolicyError
+from credit.governance.findings import Finding, Review
+from credit.journal.base import Entry
+from credit.kinds import (
+    CASE_WITHDRAWN,
+    DECISION_KINDS,
+    INTAKE_ACCEPTED,
+    KEYSTONE_APPROVED,
+    KEYSTONE_HELD,
+    KEYSTONE_REJECTED,
+    KEYSTONE_RELEASED,
+    NOTICE_BLOCKED,
+    NOTICE_SENT,
+    NOTICE_VERIFIED,
+    OFFICER_DECIDED,
+    REVIEW_KINDS,
+    SAFETY_REFUSAL,
+    TURN_FAILED,
+)
+from credit.policy import PolicyRegistry
+
+__all__ = [
+    "FINAL_STATES",
+    "ITEM_KINDS",
+    "ROLE_OF",
+    "STATES",
+    "CaseLife",
+    "CurrentDecision",
+    "GateView",
+    "ItemKind",
+    "State",
+    "StateInfo",
+    "WorkItem",
+    "fold",
+    "fold_all",
+    "recorded_reasons",
+]
+
+State = Literal[
+    "received",
+    "awaiting-review",
+    "held",
+    "rejected",
+    "referred",
+    "notice-pending",
+    "notice-blocked",
+    "refused",
+    "failed",
+    "approved",
+    "notified",
+    "withdrawn",
+]
+ItemKind = Literal[
+    "undecided", "referral", "held", "refused", "rejected", "notice-blocked", "failed"
+]
+Role = Literal["underwriter", "officer", "reviewer", "system"]
+
+
+@dataclass(frozen=True, slots=True)
+class StateInfo:
+    """One state of the life of a case: whether it is final, the work item it is (if
+    any), who works it, and what they can move it to."""
+
+    state: State
+    final: bool
+    item: ItemKind | None
+    role: Role | None
+    moves: str
+
+
+STATES: Final[Mapping[State, StateInfo]] = {
+    s.state: s
+    for s in (
+        StateInfo(
+            "received",
+            False,
+            "undecided",
+            "underwriter",
+            "the system's underwriter turn decides it (credit run; POST /decide)",
+        ),
+        StateInfo(
+            "awaiting-review",
+            False,
+            None,
+            "system",
+            "the Keystone gate runs Equipoise and Backstop: released or held",
+        ),
+        StateInfo(
+            "held",
+            False,
+            "held",
+            "reviewer",
+            "a reviewer approves and a second reviewer releases it, or one rejects it",
+        ),
+        StateInfo(
+            "rejected",
+            False,
+            "rejected",
+            "officer",
+            "a credit officer decides the case, or records it withdrawn",
+        ),
+        StateInfo(
+            "referred",
+            False,
+            "referral",
+            "officer",
+            "a credit officer decides the case, or records it withdrawn",
+        ),
+        StateInfo(
+            "notice-pending",
+            False,
+            None,
+            "system",
+            "the notice step renders, verifies (V1-V8) and sends the notice",
+        ),
+        StateInfo(
+            "notice-blocked",
+            False,
+            "notice-blocked",
+            "officer",
+            "a credit officer decides the case again (its notice is then rendered anew)",
+        ),
+        StateInfo(
+            "refused",
+            False,
+            "refused",
+            "officer",
+            "a credit officer decides the case, or records it withdrawn",
+        ),
+        StateInfo(
+            "failed",
+            False,
+            "failed",
+            "officer",
+            "a credit officer decides the case, or records it withdrawn",
+        ),
+        StateInfo("approved", True, None, None, "final: an approval committed"),
+        StateInfo("notified", True, None, None, "final: the verified notice was sent"),
+        StateInfo("withdrawn", True, None, None, "final: withdrawn by the applicant"),
+    )
+}
+FINAL_STATES: Final = tuple(s for s, info in STATES.items() if info.final)
+ITEM_KINDS: Final[tuple[ItemKind, ...]] = (
+    "undecided",
+    "referral",
+    "held",
+    "refused",
+    "rejected",
+    "notice-blocked",
+    "failed",
+)
+ROLE_OF: Final[Mapping[ItemKind, Role]] = {
+    info.item: info.role
+    for info in STATES.values()
+    if info.item is not None and info.role is not None
+}
+# The states a credit officer moves with a decision of their own, and with a withdrawal.
+OFFICER_DECIDES: Final = ("referred", "rejected", "refused", "failed", "notice-blocked")
+WITHDRAWABLE: Final = tuple(s for s, info in STATES.items() if not info.final)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkItem:
+    """An open work item: one per case that is not at a final action."""
+
+    case_id: str
+    kind: ItemKind
+    role: Role
+    opened_at: str
+    opened_seq: int
+    deadline: dt.date
+    why: tuple[str, ...]
+
+    def days_left(self, today: dt.date) -> int:
+        return (self.deadline - today).days
+
+    def overdue(self, today: dt.date) -> bool:
+        return self.days_left(today) < 0
+
+    def to_wire(self, today: dt.date) -> dict[str, Any]:
+        """The item as ``credit queue --json`` and ``GET /v1/queue`` give it."""
+        return {
+            "caseId": self.case_id,
+            "kind": self.kind,
+            "role": self.role,
+            "openedAt": self.opened_at,
+            "deadline": self.deadline.isoformat(),
+            "daysLeft": self.days_left(today),
+            "why": list(self.why),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CurrentDecision:
+    """The decision a case stands on now: the underwriter's, or the latest officer's."""
+
+    entry: Entry
+    wire: Mapping[str, Any]
+    reasons: tuple[tuple[str, Mapping[str, str]], ...] | None
+    offer: Mapping[str, Any] | None
+    by: str | None
+    key_id: str | None
+
+    @property
+    def seq(self) -> int:
+        return self.entry.seq
+
+    @property
+    def decision(self) -> str | None:
+        value = self.wire.get("decision")
+        return value if isinstance(value, str) else None
+
+    @property
+    def product(self) -> str | None:
+        value = self.wire.get("product")
+        return value if isinstance(value, str) else None
+
+    @property
+    def by_officer(self) -> bool:
+        return self.entry.kind == OFFICER_DECIDED
+
+    @property
+    def factors(self) -> tuple[str, ...]:
+        factors = self.wire.get("factors")
+        if isinstance(factors, (list, tuple)):
+            return tuple(str(f) for f in factors)
+        return ()
+
+
+@dataclass(frozen=True, slots=True)
+class GateView:
+    """The Keystone gate's entries about the current decision."""
+
+    reviews: Mapping[str, Review] = field(default_factory=dict)
+    held: Entry | None = None
+    approvals: tuple[Entry, ...] = ()
+    released: Entry | None = None
+    rejected: Entry | None = None
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        return tuple(
+            f
+            for name in ("equipoise", "backstop")
+            if name in self.reviews
+            for f in self.reviews[name].findings
+        )
+
+    @property
+    def holding_findings(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.holds)
+
+    @property
+    def decided(self) -> Entry | None:
+        """The entry that ended the gate (released or rejected), if any."""
+        return self.released or self.rejected
+
+
+@dataclass(frozen=True, slots=True)
+class CaseLife:
+    """A case's standing, folded from its journal entries."""
+
+    case_id: str
+    state: State
+    as_of: dt.date | None
+    product: str | None
+    last_seq: int
+    accepted: Entry | None
+    decision: CurrentDecision | None
+    gate: GateView
+    verified: Entry | None
+    sent: Entry | None
+    blocked: Entry | None
+    refused: Entry | None
+    failed: Entry | None
+    withdrawn: Entry | None
+    item: WorkItem | None
+
+    @property
+    def final(self) -> bool:
+        return STATES[self.state].final
+
+    @property
+    def info(self) -> StateInfo:
+        return STATES[self.state]
+
+    @property
+    def system_work(self) -> Literal["review", "notice"] | None:
+        """What the system itself must finish (never a person's work)."""
+        if self.state == "awaiting-review":
+            return "review"
+        if self.state == "notice-pending":
+            return "notice"
+        return None
+
+
+def _decision_seq(entry: Entry) -> int | None:
+    value = entry.payload.get("decisionSeq")
+    return value if isinstance(value, int) else None
+
+
+def _about(entry: Entry, decision: CurrentDecision | None) -> bool:
+    """Whether a gate, review or notice entry is about the current decision (entries
+    written before decisions were numbered are about the only decision there was)."""
+    if decision is None:
+        return False
+    seq = _decision_seq(entry)
+    return seq is None or seq == decision.seq
+
+
+def recorded_reasons(
+    payload: Mapping[str, Any],
+) -> tuple[tuple[str, Mapping[str, str]], ...] | None:
+    """The reasons a decision entry records (code and values, in order); None when the
+    entry records none (a decision recorded without reason codes)."""
+    listed = payload.get("reasons")
+    if not isinstance(listed, (list, tuple)):
+        return None
+    return tuple(
+        (str(r.get("code")), {str(k): str(v) for k, v in dict(r.get("values") or {}).items()})
+        for r in listed
+        if isinstance(r, Mapping)
+    )
+
+
+def _current(entry: Entry) -> CurrentDecision:
+    payload = entry.payload
+    raw = payload.get("decision")
+    wire: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+    reasons = recorded_reasons(payload)
+    offer = payload.get("offer")
+    officer = payload.get("officer")
+    by: str | None = None
+    key_id: str | None = None
+    if isinstance(officer, Mapping):
+        by = str(officer.get("name")) if officer.get("name") is not None else None
+        key_id = str(officer.get("keyId")) if officer.get("keyId") is not None else None
+    elif isinstance(payload.get("underwriter"), str):
+        by = str(payload["underwriter"])
+    return CurrentDecision(
+        entry=entry,
+        wire=wire,
+        reasons=reasons,
+        offer=offer if isinstance(offer, Mapping) else None,
+        by=by,
+        key_id=key_id,
+    )
+
+
+def _deadline(as_of: dt.date | None, registry: PolicyRegistry) -> tuple[dt.date, str | None]:
+    if as_of is None:
+        return dt.date.min, "the case has no date on file"
+    try:
+        days: int = registry.in_force(as_of)["noticeDeadlineDays"].value
+    except PolicyError as err:
+        return as_of, f"no policy is in force on the case date ({err.message})"
+    return as_of + dt.timedelta(days=days), None
+
+
+def _finding_text(finding: Finding) -> str:
+    return f"{finding.code}: {finding.message}"
+
+
+def _who(entry: Entry) -> str:
+    by = entry.payload.get("by")
+    return str(by) if by is not None else "?"
+
+
+def fold(case_id: str, entries: Iterable[Entry], registry: PolicyRegistry) -> CaseLife:
+    """A case's life from its journal entries, in journal order."""
+    accepted: Entry | None = None
+    decision: CurrentDecision | None = None
+    reviews: dict[str, Review] = {}
+    held: Entry | None = None
+    approvals: list[Entry] = []
+    released: Entry | None = None
+    rejected: Entry | None = None
+    verified: Entry | None = None
+    sent: Entry | None = None
+    blocked: Entry | None = None
+    refused: Entry | None = None
+    failed: Entry | None = None
+    withdrawn: Entry | None = None
+    last_seq = 0
+    for entry in entries:
+        last_seq = entry.seq
+        kind = entry.kind
+        if kind == INTAKE_ACCEPTED:
+            accepted = accepted or entry
+        elif kind in DECISION_KINDS:
+            decision = _current(entry)
+            reviews, held, approvals = {}, None, []
+            released = rejected = verified = sent = blocked = None
+            refused = failed = None
+        elif kind in REVIEW_KINDS:
+            if _about(entry, decision):
+                review = Review.from_payload(case_id, entry.payload)
+                reviews.setdefault(review.reviewer, review)
+        elif kind == KEYSTONE_HELD:
+            if _about(entry, decision):
+                held = entry
+        elif kind == KEYSTONE_APPROVED:
+            if _about(entry, decision):
+                approvals.append(entry)
+        elif kind == KEYSTONE_RELEASED:
+            if _about(entry, decision):
+                released = entry
+        elif kind == KEYSTONE_REJECTED:
+            if _about(entry, decision):
+                rejected = entry
+        elif kind == NOTICE_VERIFIED:
+            if _about(entry, decision):
+                verified = entry
+        elif kind == NOTICE_SENT:
+            if _about(entry, decision):
+                sent = entry
+        elif kind == NOTICE_BLOCKED:
+            if _about(entry, decision):
+                blocked = entry
+        elif kind == SAFETY_REFUSAL:
+            if entry.payload.get("stage") != "notice":  # a notice refusal is a block
+                refused = entry
+        elif kind == TURN_FAILED:
+            failed = entry
+        elif kind == CASE_WITHDRAWN:
+            withdrawn = entry
+    as_of: dt.date | None = None
+    product: str | None = None
+    if accepted is not None:
+        try:
+            as_of = dt.date.fromisoformat(str(accepted.payload.get("asOf")))
+        except ValueError:
+            as_of = None
+        raw_product = accepted.payload.get("product")
+        product = raw_product if isinstance(raw_product, str) else None
+    if product is None and decision is not None:
+        product = decision.product
+    gate = GateView(
+        reviews=reviews,
+        held=held,
+        approvals=tuple(approvals),
+        released=released,
+        rejected=rejected,
+    )
+    state = _state(decision, gate, sent, blocked, refused, failed, withdrawn)
+    item = _item(
+        case_id,
+        state,
+        as_of,
+        registry,
+        accepted=accepted,
+        decision=decision,
+        gate=gate,
+        blocked=blocked,
+        refused=refused,
+        failed=failed,
+    )
+    return CaseLife(
+        case_id=case_id,
+        state=state,
+        as_of=as_of,
+        product=product,
+        last_seq=last_seq,
+        accepted=accepted,
+        decision=decision,
+        gate=gate,
+        verified=verified,
+        sent=sent,
+        blocked=blocked,
+        refused=refused,
+        failed=failed,
+        withdrawn=withdrawn,
+        item=item,
+    )
+
+
+def _state(
+    decision: CurrentDecision | None,
+    gate: GateView,
+    sent: Entry | None,
+    blocked: Entry | None,
+    refused: Entry | None,
+    failed: Entry | None,
+    withdrawn: Entry | None,
+) -> State:
+    if withdrawn is not None:
+        return "withdrawn"
+    # A failure or refusal after the current decision (or with none) is where the case
+    # stands: a decision recorded since supersedes it (the fold resets them).
+    if failed is not None and (refused is None or failed.seq > refused.seq):
+        return "failed"
+    if refused is not None:
+        return "refused"
+    if decision is None:
+        return "received"
+    if gate.rejected is not None:
+        return "rejected"
+    if gate.released is not None:
+        outcome = decision.decision
+        if outcome == "approve":
+            return "approved"
+        if outcome == "refer":
+            return "referred"
+        if sent is not None:
+            return "notified"
+        if blocked is not None:
+            return "notice-blocked"
+        return "notice-pending"
+    if gate.held is not None:
+        return "held"
+    return "awaiting-review"
+
+
+def _item(
+    case_id: str,
+    state: State,
+    as_of: dt.date | None,
+    registry: PolicyRegistry,
+    *,
+    accepted: Entry | None,
+    decision: CurrentDecision | None,
+    gate: GateView,
+    blocked: Entry | None,
+    refused: Entry | None,
+    failed: Entry | None,
+) -> WorkItem | None:
+    info = STATES[state]
+    if info.item is None or info.role is None:
+        return None
+    why: list[str] = []
+    opened: Entry | None = None
+    if state == "received":
+        opened = accepted
+        why.append("taken in; the underwriter has not decided it yet")
+    elif state == "failed":
+        assert failed is not None
+        opened = failed
+        stage = failed.payload.get("stage", "turn")
+        why.append(f"the {stage} could not complete: {failed.payload.get('error', '?')}")
+    elif state == "refused":
+        assert refused is not None
+        opened = refused
+        boundaries = refused.payload.get("boundaries") or []
+        why.append("typed refusal at " + ", ".join(str(b) for b in boundaries))
+    elif state == "held":
+        opened = gate.held
+        why += [_finding_text(f) for f in gate.holding_findings]
+        for approval in gate.approvals:
+            why.append(
+                f"approved by {_who(approval)} (entry {approval.seq}): a second person "
+                "must release it"
+            )
+    elif state == "rejected":
+        assert gate.rejected is not None
+        opened = gate.rejected
+        why.append(f"rejected by {_who(gate.rejected)}: {gate.rejected.payload.get('reason', '')}")
+    elif state == "referred":
+        assert decision is not None
+        opened = gate.released
+        why += list(decision.factors) or ["referred for a person's decision"]
+    elif state == "notice-blocked":
+        assert blocked is not None
+        opened = blocked
+        why.append(f"notice blocked: {blocked.payload.get('reason', '?')}")
+    if opened is None:  # no entry at all: not a case the journal knows
+        return None
+    deadline, problem = _deadline(as_of, registry)
+    if problem is not None:
+        why.append(problem)
+    return WorkItem(
+        case_id=case_id,
+        kind=info.item,
+        role=info.role,
+        opened_at=opened.recorded_at,
+        opened_seq=opened.seq,
+        deadline=deadline,
+        why=tuple(why),
+    )
+
+
+def fold_all(entries: Sequence[Entry], registry: PolicyRegistry) -> dict[str, CaseLife]:
+    """Every case's life from a whole journal (entries in journal order), by case id,
+    in the order the cases first appear."""
+    by_case: dict[str, list[Entry]] = {}
+    for entry in entries:
+        if entry.case_id is not None:
+            by_case.setdefault(entry.case_id, []).append(entry)
+    return {case_id: fold(case_id, es, registry) for case_id, es in by_case.items()}
