@@ -4,7 +4,8 @@ over a few bundled cases the Keystone gate holds, and the service app over it.
 The held cases (from ``examples/cases.jsonl``), each a near-edge decision that
 Backstop's confidence floor holds: C-000006 (a card decline), C-000108 (an auto
 decline) and C-000165 (an auto counteroffer). C-000001 passed both reviews and was
-released by the gate itself.
+released by the gate itself. C-000059 (an auto thin file with no score) was referred:
+a referral work item for a credit officer.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from credit.service.settings import ServiceSettings
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "cases.jsonl"
 HELD = ("C-000006", "C-000108", "C-000165")
 PASSED = "C-000001"
-SEED = (PASSED, *HELD)
+REFERRAL = "C-000059"
+SEED = (PASSED, *HELD, REFERRAL)
 SESSION_SECRET = "console-tests-session-secret-0123456789"
 
 

@@ -78,6 +78,8 @@ class Api:
     app: FastAPI
     keys: dict[Role, str]
     names: dict[Role, str]
+    second_reviewer: str = ""  # another reviewer's key (four eyes)
+    second_reviewer_name: str = ""
 
     @property
     def store(self) -> SqlStore:
@@ -102,6 +104,17 @@ class Api:
 
     def post(self, path: str, role: Role, body: Any = None) -> httpx.Response:
         return self.client.post(path, headers=self.headers(role), json=body)
+
+    def post_as(self, path: str, key: str, body: Any = None) -> httpx.Response:
+        return self.client.post(path, headers={"X-API-Key": key}, json=body)
+
+    def released_by_two(self, case_id: str, reason: str = "checked by hand") -> httpx.Response:
+        """A held case approved by the reviewer and released by a second reviewer."""
+        first = self.post(f"/v1/cases/{case_id}/release", Role.REVIEWER, {"reason": reason})
+        assert first.status_code == 200, first.text
+        return self.post_as(
+            f"/v1/cases/{case_id}/release", self.second_reviewer, {"reason": reason}
+        )
 
     def decided(self, case: Mapping[str, Any]) -> dict[str, Any]:
         """Take the case in and decide it; the decide response's JSON."""
@@ -132,6 +145,9 @@ def make_keys(db: ServiceDb) -> tuple[dict[Role, str], dict[Role, str]]:
     return keys, names
 
 
+SECOND_REVIEWER = "reviewer-2-tester"
+
+
 @contextmanager
 def service_api(backend: str, tmp: Path, **settings: Any) -> Iterator[Api]:
     with database(backend, tmp) as (url, schema):
@@ -140,8 +156,10 @@ def service_api(backend: str, tmp: Path, **settings: Any) -> Iterator[Api]:
         )
         app = create_app(config)
         keys, names = make_keys(app.state.service_db)
+        second = SqlKeyStore(app.state.service_db, scrypt_n=CHEAP_SCRYPT_N)
+        _, second_key = second.create(Role.REVIEWER, SECOND_REVIEWER)
         with TestClient(app) as client:
-            yield Api(client, app, keys, names)
+            yield Api(client, app, keys, names, second_key, SECOND_REVIEWER)
 
 
 def held_case(api: Api, case_id: str) -> None:

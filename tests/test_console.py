@@ -22,6 +22,7 @@ from credit.service.roles import Role
 DECLINE = "C-000108"  # an auto decline held by Backstop's confidence floor
 COUNTER = "C-000165"  # an auto counteroffer held by Backstop's confidence floor
 CSRF = re.compile(r'name="csrf_token" value="([0-9a-f]{64})"')
+SECOND: dict[str, str] = {}  # a second reviewer's key (four eyes)
 
 
 @dataclass
@@ -36,7 +37,7 @@ class Console:
             "/console/login", data={"api_key": self.key[role]}, follow_redirects=False
         )
         assert response.status_code == 303, response.text
-        assert response.headers["location"] == "/console/held"
+        assert response.headers["location"] == "/console/queue"
         return self.client
 
     def csrf(self, case_id: str = DECLINE) -> str:
@@ -54,7 +55,9 @@ class Console:
 def keys() -> tuple[MemoryKeyStore, dict[Role, str]]:
     """One key per role (scrypt-hashed, so made once for the module)."""
     store = MemoryKeyStore()
-    return store, {role: store.create(role, f"{role.value}-1")[1] for role in Role}
+    keys = {role: store.create(role, f"{role.value}-1")[1] for role in Role}
+    SECOND["reviewer-2"] = store.create(Role.REVIEWER, "reviewer-2")[1]
+    return store, keys
 
 
 @pytest.fixture
@@ -152,7 +155,7 @@ def test_other_roles_cannot_sign_in_or_open_any_console_page(console: Console, r
         "/console/login", data={"api_key": console.key[role]}, follow_redirects=False
     )
     assert response.status_code == 403
-    assert f"The {role.value} role cannot open the reviewer console" in response.text
+    assert f"The {role.value} role cannot open the console" in response.text
     assert SESSION_COOKIE not in response.cookies
     header = {"X-API-Key": console.key[role]}
     for path in ("/console", "/console/held", f"/console/cases/{DECLINE}"):
@@ -228,14 +231,27 @@ def test_a_post_without_credentials_is_refused(console: Console) -> None:
 # ---------------------------------------------------------------------- the pages
 
 
-def test_the_held_queue_lists_the_held_cases_with_why(console: Console) -> None:
+def test_the_held_page_lists_the_held_cases_with_why_and_their_clock(console: Console) -> None:
     page = console.sign_in(Role.REVIEWER).get("/console/held")
     text = page.text
     positions = [text.index(f">{case_id}</a>") for case_id in HELD]
-    assert positions == sorted(positions)  # in the order decided
+    assert positions == sorted(positions)  # the same deadline: in the order opened
     assert f">{PASSED}</a>" not in text
     assert text.count("backstop.confidence_floor") == len(HELD)
-    assert "3 held" in text
+    assert "3 open item(s)" in text
+    assert text.count('<td class="nowrap">2026-12-30</td>') == len(HELD)
+
+
+def test_the_work_queue_shows_every_open_item_with_its_role_and_days_left(
+    console: Console,
+) -> None:
+    page = console.sign_in(Role.OFFICER).get("/console/queue")
+    assert page.status_code == 200
+    for case_id in HELD:
+        assert f'id="item-{case_id}"' in page.text
+    assert f'id="item-{PASSED}"' not in page.text  # approved: a final action
+    today = re.search(r'id="today">([0-9-]{10})<', page.text)
+    assert today is not None
 
 
 def test_the_case_page_shows_decision_reviews_notice_and_journal(console: Console) -> None:
@@ -288,8 +304,30 @@ def test_an_unknown_or_malformed_case_is_a_404_page(console: Console) -> None:
 # ---------------------------------------------------------------------- release, reject
 
 
-def test_a_release_journals_who_and_why_and_shows_it_on_the_case(console: Console) -> None:
+def test_a_release_by_two_reviewers_journals_who_and_why_and_shows_it_on_the_case(
+    console: Console,
+) -> None:
     client = console.sign_in(Role.REVIEWER)
+    token = console.csrf()
+    first = client.post(
+        f"/console/cases/{DECLINE}/release",
+        data={"reason": "income documented", "csrf_token": token},
+        follow_redirects=False,
+    )
+    assert first.status_code == 303, first.text
+    (approved,) = console.store.entries(DECLINE, kinds=["keystone.approved"])
+    assert approved.payload["by"] == "reviewer-1"
+    page = client.get(first.headers["location"])
+    assert "Approved by <strong>reviewer-1</strong>" in page.text
+    assert "Release (second reviewer)" in page.text
+    again = client.post(
+        f"/console/cases/{DECLINE}/release",
+        data={"reason": "me again", "csrf_token": token},
+        follow_redirects=False,
+    )
+    assert again.status_code == 409 and "a second person must release it" in again.text
+    client.cookies.clear()
+    assert client.post("/console/login", data={"api_key": SECOND["reviewer-2"]}).status_code == 200
     token = console.csrf()
     response = client.post(
         f"/console/cases/{DECLINE}/release",
@@ -302,14 +340,15 @@ def test_a_release_journals_who_and_why_and_shows_it_on_the_case(console: Consol
     assert [e.kind for e in console.store.entries(DECLINE, kinds=["notice.sent"])] == [
         "notice.sent"
     ]
-    assert last.payload["by"] == "reviewer-1"
+    assert last.payload["by"] == "reviewer-2"
     assert last.payload["reason"] == "Thin margin but documented income; release."
     assert response.headers["location"] == (
         f"/console/cases/{DECLINE}?entry={last.seq}#entry-{last.seq}"
     )
     page = client.get(response.headers["location"])
     assert f'id="entry-{last.seq}" class="kind-keystone-released new"' in page.text
-    assert "Released by reviewer-1 (journal entry" in page.text
+    assert "Released by\n  <strong>reviewer-2</strong>" in page.text
+    assert "The case is now notified" in page.text
     assert "release-form" not in page.text
     queue = client.get("/console/held").text
     assert f">{DECLINE}</a>" not in queue
@@ -337,7 +376,7 @@ def test_a_reject_journals_who_and_why(console: Console) -> None:
     assert last.kind == KIND_REJECTED
     assert (last.payload["by"], last.payload["reason"]) == ("reviewer-1", "LTV evidence missing")
     page = client.get(response.headers["location"])
-    assert "Rejected by reviewer-1" in page.text
+    assert "keystone.rejected by reviewer-1. The case is now rejected" in page.text
 
 
 @pytest.mark.parametrize("reason", ["", "   \n ", "x" * 2001])
@@ -376,7 +415,7 @@ def test_a_csrf_token_is_bound_to_its_session(console: Console, tmp_path: Path) 
     console.sign_in(Role.REVIEWER)
     stolen = console.csrf()
     # another reviewer's session cannot use the first session's token
-    other_key = console.keys.create(Role.REVIEWER, "reviewer-2")[1]
+    other_key = SECOND["reviewer-2"]
     with TestClient(console.client.app) as other:
         other.post("/console/login", data={"api_key": other_key})
         response = other.post(
@@ -426,7 +465,7 @@ def test_everything_shown_is_escaped(console: Console) -> None:
     assert "<script>" not in page and "<img src=x" not in page
     assert "&lt;script&gt;alert(" in page
     assert "&lt;img src=x onerror=" in page
-    last = console.store.entries(DECLINE, kinds=[KIND_RELEASED])[-1]
+    last = console.store.entries(DECLINE, kinds=["keystone.approved"])[-1]
     assert (last.payload["by"], last.payload["reason"]) == (name, reason)
     # a reason shown again in its form (the post was refused) is escaped too
     refused = client.post(

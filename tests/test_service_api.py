@@ -111,14 +111,22 @@ def test_a_body_over_the_size_limit_is_413_whether_declared_or_streamed(api: Api
 # ---------------------------------------------------------------------- decide
 
 
-def test_decide_runs_the_governed_turn_and_the_keystone_review_once(api: Api) -> None:
+def test_decide_runs_the_governed_turn_the_keystone_review_and_sends_the_notice_once(
+    api: Api,
+) -> None:
     body = api.decided(golden(DECLINE, "API-DECIDE-1"))
     assert body["state"] == "released" and body["decidedBy"] == "keystone"
     assert body["decision"]["decision"] == "decline"
-    assert body["notice"] == "ready"
+    assert (body["notice"], body["life"], body["final"], body["item"]) == (
+        "sent",
+        "notified",
+        True,
+        None,
+    )
     kinds = [e.kind for e in api.store.entries("API-DECIDE-1")]
     assert kinds.count("decision.recorded") == 1
     assert "underwriter.turn" in kinds and "keystone.released" in kinds
+    assert kinds.count("notice.sent") == 1
 
 
 def test_a_second_decide_is_409_with_a_clear_message_and_changes_nothing(api: Api) -> None:
@@ -176,18 +184,22 @@ def test_the_reviews_are_shown_to_the_reviewer_and_auditor_only(api: Api) -> Non
         assert "reviews" not in api.get("/v1/cases/API-VIEW-2", role).json()
 
 
-def test_the_notice_is_rendered_and_verified_on_demand_with_its_report(api: Api) -> None:
+def test_the_notice_sent_is_shown_with_its_report_and_the_hash_the_journal_holds(
+    api: Api,
+) -> None:
     api.decided(golden(COUNTER, "API-NOTICE-1"))
+    before = api.store.entries()
     response = api.get("/v1/cases/API-NOTICE-1/notice", Role.REVIEWER)
     assert response.status_code == 200
     body = response.json()
     notice = parse_notice(loads(response.content)["notice"])
     assert body["verified"] is True and body["report"]["passed"] is True
     assert body["noticeSha256"] == notice.sha256 == body["report"]["noticeSha256"]
-    assert body["delivery"] == "not-sent"
+    assert body["delivery"] == "sent"
     assert "NOTICE OF ACTION TAKEN" in notice.text
-    # Rendering is journaled only when the notice is sent.
-    assert not api.store.entries("API-NOTICE-1", kinds=["notice.verified"])
+    (sent,) = api.store.entries("API-NOTICE-1", kinds=["notice.sent"])
+    assert sent.payload["noticeSha256"] == notice.sha256
+    assert api.store.entries() == before  # reading journals nothing
 
 
 def test_an_approval_takes_no_notice_404(api: Api) -> None:
@@ -202,13 +214,13 @@ def test_a_notice_of_an_undecided_case_is_409(api: Api) -> None:
     assert api.get("/v1/cases/API-NOTICE-3/notice", Role.AUDITOR).status_code == 409
 
 
-def test_sending_the_notice_journals_it_once_and_a_second_send_sends_nothing_more(
+def test_a_released_decline_is_sent_once_and_a_send_request_sends_nothing_more(
     api: Api,
 ) -> None:
     api.decided(golden(DECLINE, "API-SEND-1"))
     first = api.post("/v1/cases/API-SEND-1/notice/send", Role.UNDERWRITER)
     assert first.status_code == 200, first.text
-    assert first.json()["delivery"] == "sent" and first.json()["sentNow"] is True
+    assert first.json()["delivery"] == "sent" and first.json()["sentNow"] is False
     again = api.post("/v1/cases/API-SEND-1/notice/send", Role.REVIEWER)
     assert again.status_code == 200 and again.json()["sentNow"] is False
     assert again.json()["noticeSha256"] == first.json()["noticeSha256"]
@@ -222,16 +234,21 @@ def test_sending_the_notice_journals_it_once_and_a_second_send_sends_nothing_mor
 def test_an_unverified_notice_is_refused_409_and_journaled_blocked_never_sent(
     api: Api, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import credit.pipeline
+    import credit.casework
     from credit.notices.render import render_notice
 
-    def tampered(case: Any, underwriting: Any) -> Notice:
-        notice = render_notice(case, underwriting)
+    def tampered(case: Any, decided: Any, **kwargs: Any) -> Notice:
+        notice = render_notice(case, decided, **kwargs)
         text = notice.text.replace("Principal reasons", "Some reasons")
         return notice.model_copy(update={"text": text})
 
-    api.decided(golden(DECLINE, "API-SEND-2"))
-    monkeypatch.setattr(credit.pipeline, "render_notice", tampered)
+    monkeypatch.setattr(credit.casework, "render_notice", tampered)
+    body = api.decided(golden(DECLINE, "API-SEND-2"))
+    assert (body["life"], body["item"]["kind"], body["item"]["role"]) == (
+        "notice-blocked",
+        "notice-blocked",
+        "officer",
+    )
     response = api.post("/v1/cases/API-SEND-2/notice/send", Role.REVIEWER)
     assert response.status_code == 409
     assert "not sent" in error(response)["message"]
@@ -243,26 +260,39 @@ def test_an_unverified_notice_is_refused_409_and_journaled_blocked_never_sent(
 # ---------------------------------------------------------------------- the gate
 
 
-def test_the_held_queue_lists_a_held_case_and_a_release_journals_the_reviewer_as_by(
+def test_the_queue_lists_a_held_case_and_two_reviewers_release_it_four_eyes(
     api: Api,
 ) -> None:
     held_case(api, "API-HELD-1")
     queue = api.get("/v1/queue", Role.REVIEWER).json()
     item = next(i for i in queue if i["caseId"] == "API-HELD-1")
-    assert item["state"] == "held"
-    assert [f["code"] for f in item["findings"]] == ["backstop.disagreement"]
-    response = api.post(
+    assert set(item) == {"caseId", "kind", "role", "openedAt", "deadline", "daysLeft", "why"}
+    assert (item["kind"], item["role"]) == ("held", "reviewer")
+    assert item["why"][0].startswith("backstop.disagreement: ")
+    first = api.post(
         "/v1/cases/API-HELD-1/release", Role.REVIEWER, {"reason": "checked the file by hand"}
+    )
+    assert first.status_code == 200, first.text
+    assert (first.json()["state"], first.json()["approvedBy"]) == (
+        "held",
+        [api.names[Role.REVIEWER]],
+    )
+    again = api.post("/v1/cases/API-HELD-1/release", Role.REVIEWER, {"reason": "me again"})
+    assert again.status_code == 409 and "a second person" in error(again)["message"]
+    response = api.post_as(
+        "/v1/cases/API-HELD-1/release", api.second_reviewer, {"reason": "agreed"}
     )
     assert response.status_code == 200, response.text
     body = response.json()
     assert body["state"] == "released"
-    assert body["decidedBy"] == api.names[Role.REVIEWER]
-    assert body["reason"] == "checked the file by hand"
+    assert body["decidedBy"] == api.second_reviewer_name
+    assert body["reason"] == "agreed"
     released = api.store.entries("API-HELD-1", kinds=["keystone.released"])[-1]
-    assert released.payload["by"] == api.names[Role.REVIEWER]
+    assert released.payload["by"] == api.second_reviewer_name
+    assert released.payload["approvedBy"][0]["by"] == api.names[Role.REVIEWER]
     queue = api.get("/v1/queue", Role.AUDITOR).json()
-    assert "API-HELD-1" not in [i["caseId"] for i in queue]
+    (after,) = [i for i in queue if i["caseId"] == "API-HELD-1"]
+    assert (after["kind"], after["role"]) == ("referral", "officer")
 
 
 def test_a_reject_journals_the_reviewer_and_a_second_reject_is_409_changing_nothing(
@@ -291,7 +321,7 @@ def test_releasing_a_case_the_gate_released_is_409(api: Api) -> None:
     api.decided(approvable("API-HELD-3"))
     response = api.post("/v1/cases/API-HELD-3/release", Role.REVIEWER, {"reason": "x"})
     assert response.status_code == 409
-    assert "already released" in error(response)["message"]
+    assert "not held, it is approved" in error(response)["message"]
 
 
 # ---------------------------------------------------------------------- the journal

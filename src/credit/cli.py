@@ -122,9 +122,10 @@ def _governance_table(summary: RunSummary) -> Table:
     rows = [
         ("cases in the batch", summary.cases),
         ("taken in now / already taken in", f"{summary.taken_in} / {summary.resumed}"),
-        ("bad input (not taken in)", len(summary.failures)),
+        ("bad input (not taken in, or not decidable as asked)", len(summary.failures)),
         ("decisions recorded", summary.decided),
         ("refused (typed refusal)", summary.refused),
+        ("failed turns", summary.failed),
         ("held by Keystone for a person", summary.held),
         ("released by Keystone or a person", summary.released),
         ("rejected by a person", summary.rejected),
@@ -132,9 +133,13 @@ def _governance_table(summary: RunSummary) -> Table:
         ("notices sent", summary.notices_sent),
         ("notices blocked", summary.notices_blocked),
         ("ethics findings recorded", summary.ethics_findings),
+        ("at a final action (approved, notified, withdrawn)", summary.final),
+        ("open work items (credit queue)", summary.open_items),
     ]
     for name, value in rows:
         table.add_row(name, str(value))
+    for kind, count in sorted(summary.items.items()):
+        table.add_row(f"  {kind}", str(count))
     return table
 
 

@@ -1,23 +1,35 @@
-"""``credit review`` and ``credit fairness``: thin adapters over the Keystone gate and
+"""``credit queue``, ``credit review``, ``credit catalogue`` and ``credit fairness``:
+thin adapters over the case work (:mod:`credit.casework`), the Keystone gate and
 Equipoise's portfolio report (no domain logic here).
 
+* ``credit queue [--json] [--overdue]`` lists every open work item with its role and
+  its Regulation B deadline; ``--overdue`` exits 1 when any item is overdue.
 * ``credit review`` lists the cases the gate holds; ``credit review show CASE`` shows a
   case's standing and findings; ``credit review run`` runs the gate's reviews on every
-  case awaiting them; ``credit review release CASE --by NAME --reason TEXT`` and
-  ``credit review reject CASE --by NAME --reason TEXT`` journal a person's decision.
-* ``credit fairness`` prints approval rates and adverse impact ratios by group, with
-  their confidence intervals and flags (exit 0: the flags are for a person to read).
+  case awaiting them.
+* A person's action, always with their key (``--key KEY`` or $CREDIT_API_KEY; the
+  journal records the key's id and name): ``credit review release|reject CASE --reason
+  TEXT`` (a reviewer; a release takes two different reviewers: four eyes),
+  ``credit review decide CASE --decision approve|decline|counteroffer --reason CODE
+  [--reason CODE ...] [--amount X --term N | --line X] --why TEXT`` and ``credit review
+  withdraw CASE --why TEXT`` (a credit officer).
+* ``credit catalogue [--json]`` lists the reason codes and whether a person may cite
+  each; ``credit fairness`` prints approval rates and adverse impact ratios by group.
 
-Both open the journal with :func:`credit.journal.open_store` (``--database``, else
-$CREDIT_DATABASE_URL, else ``sqlite:///credit.db``); neither creates one. Exit status:
-0 done, 1 the gate refused (a case not held, a release before review) or a review could
-not run, 2 bad input or an unreachable store.
+Each opens the journal with :func:`credit.journal.open_store` (``--database``, else
+$CREDIT_DATABASE_URL, else ``sqlite:///credit.db``); none creates one. Exit status:
+0 done, 1 refused (a case not in a state that allows the action; ``queue --overdue``:
+an item is overdue), 2 bad input, a missing or invalid key, or an unreachable store.
 """
 
 from __future__ import annotations
 
+import os
+import re
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from decimal import Decimal
 from pathlib import Path
 from typing import Annotated
 
@@ -26,7 +38,9 @@ from rich.console import Console, JustifyMethod
 from rich.markup import escape
 from rich.table import Table
 
-from credit.errors import CreditError
+from credit.canonical import dumps
+from credit.casework import CaseWork
+from credit.errors import CreditError, InputError
 from credit.governance.keystone import Keystone, KeystoneStatus
 from credit.governance.portfolio import (
     FLAG_ADVERSE_IMPACT,
@@ -37,11 +51,14 @@ from credit.governance.portfolio import (
     PortfolioReport,
 )
 from credit.journal import DATABASE_URL_ENV, DEFAULT_DATABASE_URL, SqlStore, open_store
+from credit.lifecycle import CaseLife
+from credit.roles import Actor
 
 __all__ = ["fairness", "register_governance", "review_app"]
 
 EXIT_REFUSED = 1
 EXIT_BAD_INPUT = 2
+API_KEY_ENV = "CREDIT_API_KEY"
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
@@ -61,7 +78,6 @@ DatabaseOption = Annotated[
     ),
 ]
 CaseArgument = Annotated[str, typer.Argument(help="The case id.")]
-ByOption = Annotated[str, typer.Option("--by", help="Who decides (your name).")]
 ReasonOption = Annotated[str, typer.Option("--reason", help="Why, for the journal.")]
 
 
@@ -125,9 +141,12 @@ def review_show(case: CaseArgument, database: DatabaseOption = None) -> None:
     """Show a case's standing at the gate and every review finding."""
     with _store(database) as store:
         try:
-            status = Keystone(store).status(case)
+            keystone = Keystone(store)
+            life = keystone.life(case)
+            status = keystone.status(case)
         except CreditError as e:
             raise _fail(e) from None
+    out.print(_where(life), highlight=False, markup=False)
     out.print(
         f"case {status.case_id}: {status.state}"
         + (f" ({status.decision} by {status.underwriter})" if status.decision else "")
@@ -165,36 +184,46 @@ def review_run(
         )
 
 
-def _person_decides(
-    case: str,
-    by: str,
-    reason: str,
-    database: str | None,
-    release: bool,
-    outbox: Path | None = None,
-) -> None:
+def _actor(key: str | None, database: str | None) -> Actor:
+    """The person a key names (``--key``, else $CREDIT_API_KEY); exit 2 without one."""
+    from credit.service.keys import SqlKeyStore
+    from credit.service.tables import ServiceDb
+
+    key = key or os.environ.get(API_KEY_ENV)
+    if not key:
+        err.print(
+            f"[red]error:[/red] a person's action needs their key: --key KEY or ${API_KEY_ENV}",
+            highlight=False,
+        )
+        raise typer.Exit(EXIT_BAD_INPUT)
+    try:
+        with ServiceDb(database, create=False) as db:
+            actor = SqlKeyStore(db).authenticate(key)
+    except CreditError as e:
+        raise _fail(e) from None
+    if actor is None:
+        err.print(
+            "[red]error:[/red] the key is not valid (unknown, wrong or revoked): "
+            "nothing was changed",
+            highlight=False,
+        )
+        raise typer.Exit(EXIT_BAD_INPUT)
+    return actor
+
+
+@contextmanager
+def _work(database: str | None, outbox: Path) -> Iterator[CaseWork]:
     from credit.notices import DirectoryOutbox
-    from credit.pipeline import Pipeline
 
     with _store(database) as store:
-        keystone = Keystone(store)
-        try:
-            entry = (keystone.release if release else keystone.reject)(case, by, reason)
-            sent = (
-                Pipeline(store, DirectoryOutbox(outbox), keystone=keystone).notify_case(case)
-                if release and outbox is not None
-                else None
-            )
-        except CreditError as e:
-            raise _fail(e) from None
-    verb = "released" if release else "rejected"
-    out.print(
-        f"case {case} {verb} by {by.strip()} (journal entry {entry.seq})",
-        highlight=False,
-        markup=False,
-    )
-    if sent is not None:
-        out.print(f"case {case}: {sent} (outbox {outbox}/)", highlight=False, markup=False)
+        yield CaseWork(store, DirectoryOutbox(outbox))
+
+
+def _where(life: CaseLife) -> str:
+    item = life.item
+    if item is None:
+        return f"case {life.case_id}: {life.state}" + (" (final)" if life.final else "")
+    return f"case {life.case_id}: {life.state}, a {item.kind} item for the {item.role}"
 
 
 OutboxOption = Annotated[
@@ -202,7 +231,15 @@ OutboxOption = Annotated[
     typer.Option(
         "--outbox",
         envvar="CREDIT_OUTBOX",
-        help="Folder the released decision's notice is sent to, as credit run ($CREDIT_OUTBOX).",
+        help="Folder a released decision's notice is sent to, as credit run ($CREDIT_OUTBOX).",
+    ),
+]
+KeyOption = Annotated[
+    str | None,
+    typer.Option(
+        "--key",
+        help=f"Your API key (default ${API_KEY_ENV}); the journal names you by it.",
+        show_default=False,
     ),
 ]
 
@@ -210,22 +247,227 @@ OutboxOption = Annotated[
 @review_app.command("release")
 def review_release(
     case: CaseArgument,
-    by: ByOption,
     reason: ReasonOption,
+    key: KeyOption = None,
     database: DatabaseOption = None,
     outbox: OutboxOption = Path("outbox"),
 ) -> None:
-    """Release a held case: its decision is committed, and a decline or counteroffer
-    gets its notice rendered, verified and sent. Journals who and why."""
-    _person_decides(case, by, reason, database, release=True, outbox=outbox)
+    """Release a held case, with four eyes: the first reviewer's release approves it,
+    a second reviewer's releases it; a released decline or counteroffer then gets its
+    notice rendered, verified and sent."""
+    actor = _actor(key, database)
+    with _work(database, outbox) as work:
+        try:
+            action, life = work.release(case, actor, reason)
+        except CreditError as e:
+            raise _fail(e) from None
+    if action.outcome == "approved":
+        out.print(
+            f"case {case} approved by {actor.name} (journal entry {action.entry.seq}); a "
+            "second reviewer must release it (four eyes)",
+            highlight=False,
+            markup=False,
+        )
+    else:
+        out.print(
+            f"case {case} released by {actor.name} (journal entry {action.entry.seq})",
+            highlight=False,
+            markup=False,
+        )
+    out.print(_where(life), highlight=False, markup=False)
 
 
 @review_app.command("reject")
 def review_reject(
-    case: CaseArgument, by: ByOption, reason: ReasonOption, database: DatabaseOption = None
+    case: CaseArgument,
+    reason: ReasonOption,
+    key: KeyOption = None,
+    database: DatabaseOption = None,
+    outbox: OutboxOption = Path("outbox"),
 ) -> None:
-    """Reject a held case: its decision is not committed. Journals who and why."""
-    _person_decides(case, by, reason, database, release=False)
+    """Reject a held case: its decision is not committed, and a credit officer must
+    decide the case. Journals who and why."""
+    actor = _actor(key, database)
+    with _work(database, outbox) as work:
+        try:
+            life = work.reject(case, actor, reason)
+        except CreditError as e:
+            raise _fail(e) from None
+    out.print(f"case {case} rejected by {actor.name}", highlight=False, markup=False)
+    out.print(_where(life), highlight=False, markup=False)
+
+
+@review_app.command("decide")
+def review_decide(
+    case: CaseArgument,
+    decision: Annotated[str, typer.Option("--decision", help="approve, decline or counteroffer.")],
+    why: Annotated[str, typer.Option("--why", help="Why you decide so (journaled).")],
+    reason: Annotated[
+        list[str] | None,
+        typer.Option("--reason", help="A reason code a person may cite (repeat, 1 to 4)."),
+    ] = None,
+    amount: Annotated[
+        str | None, typer.Option("--amount", help="Auto: the amount offered.")
+    ] = None,
+    term: Annotated[int | None, typer.Option("--term", help="Auto: the term in months.")] = None,
+    line: Annotated[str | None, typer.Option("--line", help="Card: the credit line.")] = None,
+    apr: Annotated[
+        str | None,
+        typer.Option("--apr", help="APR in percent (default: the band's; needed unscored)."),
+    ] = None,
+    key: KeyOption = None,
+    database: DatabaseOption = None,
+    outbox: OutboxOption = Path("outbox"),
+) -> None:
+    """A credit officer decides a referred, rejected, refused, failed or
+    notice-blocked case. The decision goes through the Keystone gate (a policy
+    exception is held for two reviewers); a released decline or counteroffer gets its
+    notice rendered from the recorded reasons, verified and sent."""
+    from credit.governance.officer import OfficerDecision
+
+    actor = _actor(key, database)
+    if decision not in ("approve", "decline", "counteroffer"):
+        raise _fail(
+            InputError(
+                f"--decision is approve, decline or counteroffer, not {decision!r}",
+                case_id=case,
+                field="decision",
+            )
+        )
+    request = OfficerDecision(
+        decision=decision,  # type: ignore[arg-type]
+        reason_codes=tuple(reason or ()),
+        why=why,
+        amount=_decimal(amount, "amount", case),
+        term_months=term,
+        credit_line=_decimal(line, "line", case),
+        apr=_decimal(apr, "apr", case),
+    )
+    with _work(database, outbox) as work:
+        try:
+            life = work.officer_decide(case, actor, request)
+        except CreditError as e:
+            raise _fail(e) from None
+    out.print(
+        f"case {case}: {decision} by {actor.name} (journal entry "
+        f"{life.decision.seq if life.decision else '?'})",
+        highlight=False,
+        markup=False,
+    )
+    for finding in life.gate.holding_findings:
+        out.print(f"  HOLDS {finding.code}: {finding.message}", highlight=False, markup=False)
+    out.print(_where(life), highlight=False, markup=False)
+
+
+@review_app.command("withdraw")
+def review_withdraw(
+    case: CaseArgument,
+    why: Annotated[str, typer.Option("--why", help="How the applicant withdrew (journaled).")],
+    key: KeyOption = None,
+    database: DatabaseOption = None,
+    outbox: OutboxOption = Path("outbox"),
+) -> None:
+    """Record that the applicant withdrew the application: a final action."""
+    actor = _actor(key, database)
+    with _work(database, outbox) as work:
+        try:
+            life = work.withdraw(case, actor, why)
+        except CreditError as e:
+            raise _fail(e) from None
+    out.print(_where(life), highlight=False, markup=False)
+
+
+def _decimal(value: str | None, field: str, case: str) -> Decimal | None:
+    if value is None:
+        return None
+    if not re.fullmatch(r"[0-9]+(\.[0-9]+)?", value):
+        raise _fail(
+            InputError(f"--{field} {value!r} is not a plain decimal", case_id=case, field=field)
+        )
+    return Decimal(value)
+
+
+# ---------------------------------------------------------------- credit queue
+
+
+def queue(
+    as_json: Annotated[
+        bool, typer.Option("--json", help="JSON Lines: caseId, kind, role, openedAt, ...")
+    ] = False,
+    overdue: Annotated[
+        bool, typer.Option("--overdue", help="Only overdue items; exit 1 when there is any.")
+    ] = False,
+    database: DatabaseOption = None,
+    outbox: OutboxOption = Path("outbox"),
+) -> None:
+    """The work queue: every case not at a final action, one item each, with the role
+    that works it and its Regulation B deadline (12 CFR 1002.9(a)(1)). The system first
+    finishes its own pending work (a review, a notice a crash left half way)."""
+    with _work(database, outbox) as work:
+        try:
+            items = work.queue()
+        except CreditError as e:
+            raise _fail(e) from None
+        today = work.today()
+    if overdue:
+        items = [i for i in items if i.overdue(today)]
+    if as_json:
+        for item in items:
+            sys.stdout.write(dumps(item.to_wire(today)) + "\n")
+        sys.stdout.flush()
+    else:
+        title = f"Work queue on {today}: {len(items)} open item(s)"
+        table = Table(title=("Overdue: " if overdue else "") + title)
+        for column in ("case", "kind", "role", "opened", "deadline", "days left", "why"):
+            table.add_column(column, justify="right" if column == "days left" else "left")
+        for item in items:
+            days = item.days_left(today)
+            table.add_row(
+                item.case_id,
+                item.kind,
+                item.role,
+                item.opened_at[:19],
+                item.deadline.isoformat(),
+                f"[bold red]{days}[/bold red]" if days < 0 else str(days),
+                escape("; ".join(item.why)),
+            )
+        out.print(table)
+    if overdue and items:
+        raise typer.Exit(EXIT_REFUSED)
+
+
+# ---------------------------------------------------------------- credit catalogue
+
+
+def catalogue(
+    as_json: Annotated[
+        bool, typer.Option("--json", help="JSON Lines: code, category, kind, personMayCite.")
+    ] = False,
+) -> None:
+    """The reason catalogue: every code, its category and kind, and whether a person
+    deciding a case by hand may cite it."""
+    from credit.catalogue import default_catalogue
+
+    cat = default_catalogue()
+    if as_json:
+        for code, entry in cat.entries.items():
+            row = {
+                "code": code,
+                "category": entry.category,
+                "kind": entry.kind,
+                "personMayCite": entry.person_may_cite,
+            }
+            sys.stdout.write(dumps(row) + "\n")
+        sys.stdout.flush()
+        return
+    table = Table(title=f"Reason catalogue {cat.name} v{cat.version}")
+    for column in ("code", "category", "kind", "a person may cite", "Regulation B"):
+        table.add_column(column)
+    for code, entry in cat.entries.items():
+        table.add_row(
+            code, entry.category, entry.kind, "yes" if entry.person_may_cite else "no", entry.reg_b
+        )
+    out.print(table)
 
 
 # ---------------------------------------------------------------- credit fairness
@@ -336,6 +578,8 @@ def fairness(database: DatabaseOption = None) -> None:
 
 
 def register_governance(app: typer.Typer) -> None:
-    """Add ``review`` and ``fairness`` to the ``credit`` command line."""
+    """Add ``review``, ``queue``, ``catalogue`` and ``fairness`` to the command line."""
     app.add_typer(review_app, name="review")
+    app.command("queue")(queue)
+    app.command("catalogue")(catalogue)
     app.command("fairness")(fairness)

@@ -129,8 +129,14 @@ def openapi_text() -> str:
 
 @keys_app.command("create")
 def keys_create(
-    role: Annotated[str, typer.Option("--role", help="intake, underwriter, reviewer or auditor.")],
-    name: Annotated[str, typer.Option("--name", help="Who holds the key (journaled as 'by').")],
+    role: Annotated[
+        str,
+        typer.Option("--role", help="intake, underwriter, reviewer, officer or auditor."),
+    ],
+    name: Annotated[
+        str,
+        typer.Option("--name", help="Who holds the key (journaled; one key per name)."),
+    ],
     database: DatabaseOption = None,
     schema: SchemaOption = None,
 ) -> None:
@@ -163,11 +169,34 @@ def keys_list(database: DatabaseOption = None, schema: SchemaOption = None) -> N
     except CreditError as e:
         raise _fail(e) from None
     table = Table(title=f"{len(records)} API key(s)")
-    for column in ("key id", "name", "role", "created"):
+    for column in ("key id", "name", "role", "created", "revoked"):
         table.add_column(column)
     for r in records:
-        table.add_row(r.key_id, escape(r.name), r.role.value, r.created_at)
+        table.add_row(r.key_id, escape(r.name), r.role.value, r.created_at, r.revoked_at or "")
     _out.print(table)
+
+
+@keys_app.command("revoke")
+def keys_revoke(
+    key_id: Annotated[str, typer.Argument(help="The key's id (credit keys list).")],
+    database: DatabaseOption = None,
+    schema: SchemaOption = None,
+) -> None:
+    """Revoke a key at once: the API refuses it on the next request, and so does every
+    console session signed in with it. Its row stays (the journal names it)."""
+    from credit.service.keys import SqlKeyStore
+    from credit.service.tables import ServiceDb
+
+    try:
+        with ServiceDb(database, schema=schema, create=False) as db:
+            record = SqlKeyStore(db).revoke(key_id)
+    except CreditError as e:
+        raise _fail(e) from None
+    _out.print(
+        f"revoked key {record.key_id} of {escape(record.name)} ({record.role.value}) at "
+        f"{record.revoked_at}",
+        highlight=False,
+    )
 
 
 @db_app.command("upgrade")

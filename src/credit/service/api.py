@@ -9,8 +9,9 @@
 | POST | /v1/cases/{caseId}/decide | underwriter |
 | GET | /v1/cases/{caseId}/notice[?format=pdf], /notice/pdf | underwriter, reviewer, auditor |
 | POST | /v1/cases/{caseId}/notice/send | underwriter, reviewer |
-| GET | /v1/queue | reviewer, auditor |
+| GET | /v1/queue | reviewer, officer, auditor |
 | POST | /v1/cases/{caseId}/release, /reject | reviewer |
+| POST | /v1/cases/{caseId}/manual-decision, /withdraw | officer |
 | GET | /v1/cases/{caseId}/journal | reviewer, auditor |
 | GET | /v1/journal/verify | reviewer, auditor |
 
@@ -24,6 +25,7 @@ from __future__ import annotations
 import copy
 import os
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Annotated, Any, Final, Literal, TypeVar
 
 from fastapi import APIRouter, Depends, FastAPI, Path, Query, Request
@@ -36,6 +38,7 @@ from credit import __version__
 from credit.canonical import loads
 from credit.errors import InputError
 from credit.journal.sql import SqlStore
+from credit.lifecycle import ItemKind
 from credit.models import Case
 from credit.service.auth import Principal, Role, require_roles
 from credit.service.cases import CaseService
@@ -46,10 +49,11 @@ __all__ = ["ROUTE_ROLES", "router", "service_openapi"]
 
 CASE_ID_PATTERN: Final = r"^[A-Za-z0-9._:-]{1,64}$"
 
-ANY_ROLE: Final = (Role.INTAKE, Role.UNDERWRITER, Role.REVIEWER, Role.AUDITOR)
+ANY_ROLE: Final = (Role.INTAKE, Role.UNDERWRITER, Role.REVIEWER, Role.OFFICER, Role.AUDITOR)
 READERS: Final = (Role.REVIEWER, Role.AUDITOR)
-NOTICE_READERS: Final = (Role.UNDERWRITER, Role.REVIEWER, Role.AUDITOR)
-SENDERS: Final = (Role.UNDERWRITER, Role.REVIEWER)
+QUEUE_READERS: Final = (Role.REVIEWER, Role.OFFICER, Role.AUDITOR)
+NOTICE_READERS: Final = (Role.UNDERWRITER, Role.REVIEWER, Role.OFFICER, Role.AUDITOR)
+SENDERS: Final = (Role.UNDERWRITER, Role.REVIEWER, Role.OFFICER)
 
 router = APIRouter()
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -102,16 +106,34 @@ class IntakeResult(_Model):
     moved: list[str] = Field(description="Fields moved out of the underwriter's reach.")
 
 
+class QueueItem(_Model):
+    """An open work item: a case not at a final action, the role that works it, and
+    the Regulation B clock (12 CFR 1002.9(a)(1))."""
+
+    case_id: str
+    kind: ItemKind
+    role: str
+    opened_at: str
+    deadline: str
+    days_left: int
+    why: list[str]
+
+
 class CaseView(_Model):
     case_id: str
     product: str | None
     as_of: str | None
+    life: str = Field(description="The case's state in its life (credit.lifecycle).")
+    final: bool = Field(description="Whether the case is at a final action.")
+    item: QueueItem | None = Field(description="The case's open work item, if any.")
     state: Literal["not-recorded", "awaiting-review", "held", "released", "rejected"]
     refused: bool
     decision: dict[str, Any] | None
     decision_entry: int | None
+    decision_by: str | None
     underwriter: str | None
     decided_by: str | None
+    approved_by: list[str]
     reason: str | None
     notice: Literal["none", "awaiting-release", "ready", "sent", "blocked", "rejected"]
     refusal: list[str] | None = None
@@ -124,7 +146,7 @@ class NoticeBody(_Model):
     case_id: str
     notice_sha256: str
     verified: bool
-    delivery: Literal["sent", "blocked", "not-sent"]
+    delivery: Literal["sent", "blocked", "not-sent", "preview"]
     notice: dict[str, Any]
     report: dict[str, Any]
 
@@ -137,20 +159,32 @@ class SendResult(_Model):
     entry: int | None
 
 
-class QueueItem(_Model):
-    case_id: str
-    state: str
-    product: str | None
-    decision: str | None
-    underwriter: str | None
-    decision_entry: int | None
-    findings: list[dict[str, Any]]
-
-
 class GateRequest(_Model):
     """A person's release or reject: why (the journal records it with the reviewer)."""
 
     reason: str = Field(min_length=1, max_length=2000, pattern=r"\S")
+
+
+Money = Annotated[str, Field(pattern=r"^[0-9]{1,12}(\.[0-9]{1,2})?$")]
+
+
+class ManualDecision(_Model):
+    """A credit officer's decision: approve (terms within the policy), decline or
+    counteroffer (terms), citing 1 to 4 reasons a person may cite (`credit catalogue`)."""
+
+    decision: Literal["approve", "decline", "counteroffer"]
+    reasons: list[str] = Field(default_factory=list, max_length=8)
+    why: str = Field(min_length=1, max_length=2000, pattern=r"\S")
+    amount: Money | None = None
+    term_months: int | None = Field(default=None, ge=1, le=600)
+    credit_line: Money | None = None
+    apr: str | None = Field(default=None, pattern=r"^[0-9]{1,2}(\.[0-9]{1,2})?$")
+
+
+class Withdrawal(_Model):
+    """How the applicant withdrew the application (journaled with the officer)."""
+
+    why: str = Field(min_length=1, max_length=2000, pattern=r"\S")
 
 
 class ChainReportBody(_Model):
@@ -402,13 +436,16 @@ def send_notice(
 @_route(
     "GET",
     "/v1/queue",
-    READERS,
-    operation_id="heldQueue",
+    QUEUE_READERS,
+    operation_id="workQueue",
     response_model=list[QueueItem],
     tags=["review"],
 )
-def held_queue(service: Service, _principal: Annotated[Principal, _who(*READERS)]) -> Response:
-    """Every case the Keystone gate holds, in the order decided, with its findings."""
+def work_queue(
+    service: Service, _principal: Annotated[Principal, _who(*QUEUE_READERS)]
+) -> Response:
+    """Every open work item (a case not at a final action), most urgent first, with
+    the role that works it and its deadline (``daysLeft`` below 0 is overdue)."""
     return WireJSONResponse(service.queue())
 
 
@@ -448,6 +485,59 @@ def reject_case(
 ) -> Response:
     """Reject a held case: the decision is not committed (who and why are journaled)."""
     return WireJSONResponse(service.reject(case_id, principal, body.reason))
+
+
+@_route(
+    "POST",
+    "/v1/cases/{case_id}/manual-decision",
+    (Role.OFFICER,),
+    errors=(404, 409),
+    operation_id="manualDecision",
+    response_model=CaseView,
+    tags=["review"],
+)
+def manual_decision(
+    case_id: CaseId,
+    body: ManualDecision,
+    service: Service,
+    principal: Annotated[Principal, _who(Role.OFFICER)],
+) -> Response:
+    """A credit officer decides a referred, rejected, refused, failed or
+    notice-blocked case. It goes through the Keystone gate; a policy exception is held
+    for two reviewers. 409 when the case is not at such an item; 422 naming a reason
+    that may not be cited or that the file cannot ground."""
+    return WireJSONResponse(
+        service.manual_decision(
+            case_id,
+            principal,
+            decision=body.decision,
+            reasons=body.reasons,
+            why=body.why,
+            amount=Decimal(body.amount) if body.amount is not None else None,
+            term_months=body.term_months,
+            credit_line=Decimal(body.credit_line) if body.credit_line is not None else None,
+            apr=Decimal(body.apr) if body.apr is not None else None,
+        )
+    )
+
+
+@_route(
+    "POST",
+    "/v1/cases/{case_id}/withdraw",
+    (Role.OFFICER,),
+    errors=(404, 409),
+    operation_id="withdrawCase",
+    response_model=CaseView,
+    tags=["review"],
+)
+def withdraw_case(
+    case_id: CaseId,
+    body: Withdrawal,
+    service: Service,
+    principal: Annotated[Principal, _who(Role.OFFICER)],
+) -> Response:
+    """Record that the applicant withdrew the application (a final action)."""
+    return WireJSONResponse(service.withdraw(case_id, principal, body.why))
 
 
 @_route(

@@ -45,7 +45,12 @@ from credit.errors import (
     NoticeError,
     ServiceError,
 )
-from credit.journal.base import DecisionAlreadyRecordedError, JournalError, Store
+from credit.journal.base import (
+    DecisionAlreadyRecordedError,
+    JournalError,
+    StaleCaseError,
+    Store,
+)
 from credit.journal.sql import SqlStore, open_store
 from credit.notices.outbox import DirectoryOutbox, Outbox
 from credit.policy import PolicyRegistry
@@ -165,7 +170,9 @@ class AppStateContext:
 def _status_of(err: CreditError) -> int:
     if isinstance(err, (AccessError, ServiceError)):
         return err.status
-    if isinstance(err, (IntakeConflictError, DecisionAlreadyRecordedError, CaseNotHeldError)):
+    if isinstance(
+        err, (IntakeConflictError, DecisionAlreadyRecordedError, CaseNotHeldError, StaleCaseError)
+    ):
         return 409
     if isinstance(err, InputError):
         return 422
@@ -275,6 +282,9 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         try:
+            # Finish what a killed worker left half way (a review, a notice): the system
+            # does it, at start-up, never a person.
+            _app.state.service.start()
             yield
         finally:
             close()

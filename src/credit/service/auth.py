@@ -5,7 +5,9 @@ Two ways in, checked in this order:
 1. the ``X-API-Key`` header: an API key (:mod:`credit.service.keys`), one role each;
 2. the signed ``credit_session`` cookie the console's login sets with
    :func:`issue_session` (itsdangerous, signed with the settings' session secret,
-   expiring after ``session_max_age_s``; ``HttpOnly``, ``SameSite=Strict``).
+   expiring after ``session_max_age_s``; ``HttpOnly``, ``SameSite=Strict``). It
+   carries the key's id, and every request checks the key still stands: revoking a
+   key (``credit keys revoke``) ends its sessions on their next request.
 
 Use::
 
@@ -100,7 +102,9 @@ def issue_session(
     """Set the signed ``credit_session`` cookie for ``principal`` on ``response``."""
     state = _state(request)
     settings = state.settings
-    token = _serializer(state).dumps({"n": principal.name, "r": principal.role.value})
+    token = _serializer(state).dumps(
+        {"n": principal.name, "r": principal.role.value, "k": principal.key_id}
+    )
     response.set_cookie(
         SESSION_COOKIE,
         token,
@@ -125,12 +129,18 @@ def clear_session(response: Response, *, request: Request | None = None) -> None
 
 
 def _session_principal(request: Request, token: str) -> Principal | None:
+    """The principal a session cookie was signed for, if its key still stands: a
+    revoked key's sessions are refused on their next request."""
     state = request.app.state
     try:
         data = _serializer(state).loads(token, max_age=state.settings.session_max_age_s)
-        return Principal(str(data["n"]), Role(data["r"]))
+        key_id = data["k"]
+        if not isinstance(key_id, str):
+            return None
+        principal: Principal | None = state.keys.active(key_id)
     except (BadSignature, KeyError, TypeError, ValueError):
         return None
+    return principal
 
 
 def _same_origin(request: Request) -> bool:

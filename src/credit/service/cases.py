@@ -1,60 +1,70 @@
 """What the service does with a case, apart from HTTP: the API and the console share it.
 
 Each operation reads and writes through the governed core only (Onramp intake, the
-Spark runtime, the Keystone gate, the notice pipeline); this module adds the
-service's own rules:
+Spark runtime, :class:`~credit.casework.CaseWork`: the Keystone gate, a person's
+actions, the notice step); this module adds the service's own rules:
 
+- **The system finishes its own work** at start-up (:meth:`CaseService.start`) and on
+  every read of a case: a decision a killed worker left awaiting review is reviewed, a
+  released decline's notice is sent, never left to a person.
 - **Decide exactly once.** A decide first checks the journal, then takes the
   ``decide:<caseId>`` claim (:mod:`credit.service.claims`), then checks again: of any
   number of concurrent decides, across worker processes, one runs the turn and the
   Keystone review; every other gets :class:`~credit.errors.AlreadyDecidedError` (409)
   and changes nothing.
-- **A person's release or reject, once.** Under the ``gate:<caseId>`` claim.
-- **A notice sent once.** Under the ``send:<caseId>`` claim.
+- **A person's action, once.** Every action (release, reject, an officer's decision, a
+  withdrawal) is judged on the case's state and lands only if the case has not moved
+  since (the journal's ``after``): a second, concurrent action is 409 naming the state.
 - **Views by role.** A case's view carries the Keystone reviews and their findings only
-  for the reviewer and the auditor (the comparative review reads monitoring data).
+  for the reviewer, the officer and the auditor (the comparative review reads
+  monitoring data).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, Final
 
+from credit.casework import CaseWork
+from credit.clock import Clock
 from credit.errors import (
     AlreadyDecidedError,
-    CaseNotHeldError,
     InputError,
+    NoticeError,
     ServiceError,
 )
-from credit.governance.keystone import Keystone, KeystoneStatus
+from credit.governance.keystone import Keystone, status_of
+from credit.governance.officer import OfficerDecision
 from credit.governance.onramp import intake
 from credit.guardrails.expectation import expectation_for
 from credit.guardrails.report import VerificationReport
 from credit.guardrails.verifier import Verifier
-from credit.journal.base import ChainReport, Entry, Store
-from credit.models import parse_case, parse_decision
-from credit.notice_format import Notice
+from credit.journal.base import ChainReport, Store
+from credit.lifecycle import CaseLife
+from credit.models import parse_case
+from credit.notice_format import Notice, NoticeBasis
 from credit.notices.outbox import Outbox
 from credit.notices.render import NOTICE_DECISIONS, render_notice
-from credit.pipeline import NOTICE_BLOCKED, NOTICE_SENT, Pipeline
 from credit.policy import PolicyRegistry
 from credit.service.claims import Claims
 from credit.service.roles import Principal, Role
 from credit.underwriters.rules import RulesUnderwriter
-from credit.underwriters.runtime import SAFETY_REFUSAL, SparkRuntime, Underwriter
-from credit.underwriting import decide_case
+from credit.underwriters.runtime import SparkRuntime, Underwriter
 
 __all__ = ["CaseService", "NoticeView"]
 
-READS_REVIEWS: Final = frozenset({Role.REVIEWER, Role.AUDITOR})
+READS_REVIEWS: Final = frozenset({Role.REVIEWER, Role.OFFICER, Role.AUDITOR})
 
 
 @dataclass(frozen=True, slots=True)
 class NoticeView:
-    """A released decline's or counteroffer's notice, rendered and verified now."""
+    """A decline's or counteroffer's notice: as sent (or blocked), or as it would be
+    sent today, with its verification report."""
 
     notice: Notice
     report: VerificationReport
@@ -83,6 +93,7 @@ class CaseService:
         registry: PolicyRegistry | None = None,
         underwriter: Underwriter | None = None,
         claim_stale_after_s: float = 300.0,
+        clock: Clock | None = None,
     ) -> None:
         self.store = store
         self.outbox = outbox
@@ -92,15 +103,19 @@ class CaseService:
         self.runtime = SparkRuntime(store, registry=self.registry)
         self.keystone = Keystone(store, registry=self.registry)
         self.verifier = Verifier()
-        self.pipeline = Pipeline(
+        self.work = CaseWork(
             store,
             outbox,
             registry=self.registry,
-            underwriter=self.underwriter,
             keystone=self.keystone,
             verifier=self.verifier,
+            clock=clock,
         )
         self.claim_stale_after_s = claim_stale_after_s
+
+    def start(self) -> None:
+        """At start-up: finish what a killed worker left half way (reviews, notices)."""
+        self.work.finish_all()
 
     # ------------------------------------------------------------------ claims
 
@@ -127,36 +142,41 @@ class CaseService:
             )
         return document
 
-    def _refusals(self, case_id: str) -> list[Entry]:
-        return [
-            e
-            for e in self.store.entries(case_id, kinds=[SAFETY_REFUSAL])
-            if e.payload.get("stage") != "notice"
-        ]
+    def life(self, case_id: str) -> CaseLife:
+        """The case's life, with the system's pending work on it finished first."""
+        self._document(case_id)
+        return self.work.finish(case_id)
 
     def view(self, case_id: str, principal: Principal) -> dict[str, Any]:
-        """A case's standing: its decision, the gate, the notice; reviews by role."""
+        """A case's standing: its state and work item, the decision, the gate, the
+        notice; reviews by role."""
         document = self._document(case_id)
-        status = self.keystone.status(case_id)
-        entry = self.store.decision_entry(case_id)
-        refusals = self._refusals(case_id)
+        life = self.work.finish(case_id)
+        status = status_of(life)
+        decision = life.decision
         application = document.get("application")
         product = application.get("product") if isinstance(application, Mapping) else None
+        today = self.work.today()
         view: dict[str, Any] = {
             "caseId": case_id,
             "product": product,
             "asOf": document.get("asOf"),
+            "life": life.state,
+            "final": life.final,
+            "item": life.item.to_wire(today) if life.item is not None else None,
             "state": status.state,
-            "refused": bool(refusals) and entry is None,
-            "decision": entry.payload.get("decision") if entry is not None else None,
-            "decisionEntry": entry.seq if entry is not None else None,
+            "refused": life.state == "refused",
+            "decision": dict(decision.wire) if decision is not None else None,
+            "decisionEntry": decision.seq if decision is not None else None,
+            "decisionBy": decision.by if decision is not None else None,
             "underwriter": status.underwriter,
             "decidedBy": status.decided_by,
+            "approvedBy": list(status.approved_by),
             "reason": status.reason,
-            "notice": self._notice_state(case_id, status),
+            "notice": self._notice_state(life),
         }
-        if refusals and entry is None:
-            view["refusal"] = refusals[-1].payload.get("boundaries", [])
+        if life.refused is not None and life.state == "refused":
+            view["refusal"] = list(life.refused.payload.get("boundaries", []))
         if principal.role in READS_REVIEWS:
             view["reviews"] = {
                 name: {"passed": r.passed, "findings": [f.to_wire() for f in r.findings]}
@@ -164,30 +184,26 @@ class CaseService:
             }
         return view
 
-    def _notice_state(self, case_id: str, status: KeystoneStatus) -> str:
-        if status.decision not in NOTICE_DECISIONS:
+    @staticmethod
+    def _notice_state(life: CaseLife) -> str:
+        decision = life.decision
+        if decision is None or decision.decision not in NOTICE_DECISIONS:
             return "none"
-        done = self.store.entries(case_id, kinds=[NOTICE_SENT, NOTICE_BLOCKED])
-        if done:
-            return "sent" if done[-1].kind == NOTICE_SENT else "blocked"
-        if status.state == "released":
+        if life.sent is not None:
+            return "sent"
+        if life.state == "notice-blocked":
+            return "blocked"
+        if life.state == "rejected":
+            return "rejected"
+        if life.state == "notice-pending":
             return "ready"
-        return "rejected" if status.state == "rejected" else "awaiting-release"
+        return "awaiting-release"
 
     def queue(self) -> list[dict[str, Any]]:
-        """The held queue, in the order decided (reviewer and auditor only)."""
-        return [
-            {
-                "caseId": s.case_id,
-                "state": s.state,
-                "product": s.product,
-                "decision": s.decision,
-                "underwriter": s.underwriter,
-                "decisionEntry": s.decision_seq,
-                "findings": [f.to_wire() for f in s.holding_findings],
-            }
-            for s in self.keystone.held_cases()
-        ]
+        """Every open work item with its clock, most urgent first (the system's pending
+        work is finished first)."""
+        today = self.work.today()
+        return [item.to_wire(today) for item in self.work.queue()]
 
     def journal(self, case_id: str) -> list[dict[str, Any]]:
         self._document(case_id)
@@ -221,126 +237,139 @@ class CaseService:
         with self._claimed(f"decide:{case_id}", busy):
             self._not_decided(case_id)  # decided between the check and the claim
             result = self.runtime.run_turn(case_id, self.underwriter)
-            if result.decision_entry is not None:
-                self.keystone.review(case_id)
+            if isinstance(result.error, InputError) and result.decision_entry is None:
+                raise result.error  # 422 naming the field; the failed turn is journaled
+            self.work.finish(case_id)
         return self.view(case_id, principal)
 
     def _not_decided(self, case_id: str) -> None:
-        entry = self.store.decision_entry(case_id)
-        if entry is not None:
+        life = self.work.life(case_id)
+        if life.state == "received":
+            return
+        if life.state in ("refused", "failed"):
             raise AlreadyDecidedError(
-                f"this case is already decided (journal entry {entry.seq}); a case is "
-                "decided exactly once and nothing was changed",
+                f"this case's underwriter turn was {life.state}; it is not decided again "
+                "(a credit officer takes it from here) and nothing was changed",
                 case_id=case_id,
             )
-        if self._refusals(case_id):
-            raise AlreadyDecidedError(
-                "this case's underwriter turn was refused at a safety boundary; it is "
-                "not decided again (a person takes it from here) and nothing was changed",
-                case_id=case_id,
-            )
-
-    def release(self, case_id: str, principal: Principal, reason: str) -> dict[str, Any]:
-        return self._gate(case_id, principal, reason, release=True)
-
-    def reject(self, case_id: str, principal: Principal, reason: str) -> dict[str, Any]:
-        return self._gate(case_id, principal, reason, release=False)
-
-    def _gate(
-        self, case_id: str, principal: Principal, reason: str, *, release: bool
-    ) -> dict[str, Any]:
-        self._document(case_id)
-        verb = "release" if release else "reject"
-        status = self.keystone.status(case_id)
-        if not status.held:
-            raise CaseNotHeldError(_not_held(verb, status), case_id=case_id, state=status.state)
-        busy = ServiceError(
-            f"cannot {verb}: another reviewer's release or reject of this case is in progress",
-            status=409,
+        seq = life.decision.seq if life.decision is not None else life.last_seq
+        raise AlreadyDecidedError(
+            f"this case is already decided (journal entry {seq}); a case is decided "
+            "exactly once and nothing was changed",
             case_id=case_id,
         )
-        with self._claimed(f"gate:{case_id}", busy):
-            act = self.keystone.release if release else self.keystone.reject
-            act(case_id, principal.name, reason)
+
+    def release(self, case_id: str, principal: Principal, reason: str) -> dict[str, Any]:
+        """A reviewer's release: the first approves, a second releases (four eyes)."""
+        self._document(case_id)
+        self.work.release(case_id, principal, reason)
         return self.view(case_id, principal)
 
-    def notice(self, case_id: str) -> NoticeView:
-        """Render and verify the notice of a released decline or counteroffer (now,
-        journaling nothing)."""
+    def reject(self, case_id: str, principal: Principal, reason: str) -> dict[str, Any]:
+        self._document(case_id)
+        self.work.reject(case_id, principal, reason)
+        return self.view(case_id, principal)
+
+    def manual_decision(
+        self,
+        case_id: str,
+        principal: Principal,
+        *,
+        decision: str,
+        reasons: list[str],
+        why: str,
+        amount: Decimal | None = None,
+        term_months: int | None = None,
+        credit_line: Decimal | None = None,
+        apr: Decimal | None = None,
+    ) -> dict[str, Any]:
+        """A credit officer decides a case at a person's work item."""
+        self._document(case_id)
+        if decision not in ("approve", "decline", "counteroffer"):
+            raise InputError(
+                f"a person decides approve, decline or counteroffer, not {decision!r}",
+                case_id=case_id,
+                field="decision",
+            )
+        request = OfficerDecision(
+            decision=decision,  # type: ignore[arg-type]
+            reason_codes=tuple(reasons),
+            why=why,
+            amount=amount,
+            term_months=term_months,
+            credit_line=credit_line,
+            apr=apr,
+        )
+        self.work.officer_decide(case_id, principal, request)
+        return self.view(case_id, principal)
+
+    def withdraw(self, case_id: str, principal: Principal, why: str) -> dict[str, Any]:
+        self._document(case_id)
+        self.work.withdraw(case_id, principal, why)
+        return self.view(case_id, principal)
+
+    def notice(self, case_id: str, *, preview: bool = False) -> NoticeView:
+        """The notice of a released decline or counteroffer: the one sent (or blocked),
+        re-rendered from the record and its journaled date; before it is sent, as it
+        would be sent today. ``preview``: also for a decision not released yet (a
+        reviewer reads what would be sent). Journals nothing."""
         document = self._document(case_id)
-        status = self.keystone.status(case_id)
-        entry = self.store.decision_entry(case_id)
-        if entry is None:
+        life = self.work.finish(case_id)
+        decision = life.decision
+        if decision is None:
             raise ServiceError("no decision is recorded yet", status=409, case_id=case_id)
-        recorded = parse_decision(entry.payload.get("decision"), case_id=case_id)
-        if recorded.decision not in NOTICE_DECISIONS:
+        if decision.decision not in NOTICE_DECISIONS:
             raise ServiceError(
-                f"a {recorded.decision} takes no adverse-action notice",
+                f"a {decision.decision} takes no adverse-action notice",
                 status=404,
                 case_id=case_id,
             )
-        if status.state != "released":
+        if life.gate.released is None and not (preview and not life.final):
             raise ServiceError(
-                f"the decision is {status.state}, not released: its notice is not issued",
+                f"the decision is {life.state}, not released: its notice is not issued",
                 status=409,
                 case_id=case_id,
             )
         case = parse_case(dict(document))
-        underwriting = decide_case(case, self.registry.in_force(case.as_of))
-        if underwriting.decision.to_wire() != recorded.to_wire():
-            raise ServiceError(
-                "the recorded decision is not the one the policy derives, so its reasons "
-                "cannot be stated from the catalogue: a person must write this notice",
-                status=409,
-                case_id=case_id,
-            )
-        notice = render_notice(case, underwriting)
-        report = self.verifier.verify(notice, expectation_for(case, underwriting))
-        done = self.store.entries(case_id, kinds=[NOTICE_SENT, NOTICE_BLOCKED])
-        delivery = "not-sent"
-        if done:
-            delivery = "sent" if done[-1].kind == NOTICE_SENT else "blocked"
+        try:
+            basis = NoticeBasis.from_record(case, decision.wire, decision.reasons, decision.offer)
+        except NoticeError as err:
+            raise ServiceError(err.message, status=409, case_id=case_id) from None
+        dated = life.sent or life.verified
+        day = self.work.today()
+        if dated is not None and isinstance(dated.payload.get("noticeDate"), str):
+            day = dt.date.fromisoformat(str(dated.payload["noticeDate"]))
+        notice = render_notice(case, basis, notice_date=day)
+        report = self.verifier.verify(notice, expectation_for(case, basis, notice_date=day))
+        delivery = "not-sent" if life.gate.released is not None else "preview"
+        if life.sent is not None:
+            delivery = "sent"
+        elif life.state == "notice-blocked":
+            delivery = "blocked"
         return NoticeView(notice, report, delivery)
 
     def send(self, case_id: str) -> dict[str, Any]:
-        """Render, verify and send the notice (Pipeline.notify_case), once. A notice
-        that fails verification is blocked and journaled, never sent (409)."""
-        view = self.notice(case_id)  # 404 / 409 for a case that takes none now
-        if view.delivery == "not-sent":
-            busy = ServiceError(
-                "this notice is being sent by another request", status=409, case_id=case_id
-            )
-            with self._claimed(f"send:{case_id}", busy):
-                outcome = self.pipeline.notify_case(case_id)
-            sent_now = outcome == NOTICE_SENT
-        else:
-            outcome = NOTICE_SENT if view.delivery == "sent" else NOTICE_BLOCKED
-            sent_now = False
-        done = self.store.entries(case_id, kinds=[NOTICE_SENT, NOTICE_BLOCKED])
-        last = done[-1] if done else None
-        if outcome != NOTICE_SENT:
-            why = last.payload.get("reason") if last is not None else None
+        """Finish the notice step (render, verify, send), once. A notice that failed
+        verification was blocked and journaled, never sent (409)."""
+        self._document(case_id)
+        before = self.work.life(case_id)
+        if before.decision is None or before.decision.decision not in NOTICE_DECISIONS:
+            self.notice(case_id)  # 404 / 409 naming why there is none
+        life = self.work.finish(case_id)
+        if life.sent is None:
+            if life.state == "notice-blocked" and life.blocked is not None:
+                why = life.blocked.payload.get("reason") or "it failed verification"
+                raise ServiceError(f"the notice was not sent: {why}", status=409, case_id=case_id)
             raise ServiceError(
-                f"the notice was not sent: {why or 'it failed verification'}",
-                status=409,
-                case_id=case_id,
+                f"the notice was not sent: the case is {life.state}", status=409, case_id=case_id
             )
         return {
             "caseId": case_id,
             "delivery": "sent",
-            "sentNow": sent_now,
-            "noticeSha256": last.payload.get("noticeSha256") if last is not None else None,
-            "entry": last.seq if last is not None else None,
+            "sentNow": before.sent is None,
+            "noticeSha256": life.sent.payload.get("noticeSha256"),
+            "entry": life.sent.seq,
         }
-
-
-def _not_held(verb: str, status: KeystoneStatus) -> str:
-    if status.state == "not-recorded":
-        return f"cannot {verb}: no decision is recorded for this case"
-    return (
-        f"cannot {verb}: the case is not held, it was already {status.state} "
-        f"by {status.decided_by} (entry {status.gate_seq})"
-    )
 
 
 def _json_type(value: Any) -> str:

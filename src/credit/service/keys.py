@@ -1,5 +1,10 @@
 """API keys: one per caller, each with one role, stored hashed.
 
+Every key names one person: two keys cannot share a name (the journal records each
+action with the key's id and name). ``revoke`` revokes a key at once: the key store
+refuses it on the next request, and so does every console session signed in with it
+(sessions carry the key id and are checked on every request).
+
 A key reads ``credit.<key id>.<secret>``: the key id (16 hex digits) finds the row,
 the secret (32 random bytes, URL-safe base64) is checked against the row's salted
 scrypt hash (``scrypt$n$r$p$salt$hash``) in constant time. The key itself is printed
@@ -23,7 +28,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Final, Protocol
 
-from sqlalchemy import select
+from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
 
 from credit.errors import InputError
 from credit.service.roles import Principal, Role
@@ -50,12 +56,17 @@ VERIFIED_MAX: Final = 4096
 
 @dataclass(frozen=True, slots=True)
 class ApiKey:
-    """A stored key's public half: who it is, the role, when it was made."""
+    """A stored key's public half: who it is, the role, when it was made and revoked."""
 
     key_id: str
     name: str
     role: Role
     created_at: str
+    revoked_at: str | None = None
+
+    @property
+    def revoked(self) -> bool:
+        return self.revoked_at is not None
 
 
 def hash_secret(secret: str, *, n: int = SCRYPT_N, r: int = SCRYPT_R, p: int = SCRYPT_P) -> str:
@@ -118,7 +129,15 @@ class KeyStore(Protocol):
     def list(self) -> list[ApiKey]: ...
 
     def authenticate(self, key: str) -> Principal | None:
-        """The key's principal, or None for an unknown or wrong key."""
+        """The key's principal, or None for an unknown, wrong or revoked key."""
+        ...
+
+    def revoke(self, key_id: str) -> ApiKey:
+        """Revoke a key at once (InputError naming ``keyId`` if there is no such key)."""
+        ...
+
+    def active(self, key_id: str) -> Principal | None:
+        """The principal of a key that exists and is not revoked (a session's check)."""
         ...
 
 
@@ -159,19 +178,41 @@ class _KeyStoreBase(ABC):
     def _row(self, key_id: str) -> tuple[ApiKey, str] | None:
         """The key's record and its stored hash, or None."""
 
+    @abstractmethod
+    def _set_revoked(self, key_id: str, when: str) -> None:
+        """Record that a key was revoked (the row exists)."""
+
     def authenticate(self, key: str) -> Principal | None:
-        cached = self._verified.get(key)
-        if cached is not None:
-            return cached
         split = _split(key)
         if split is None:
             return None
+        cached = self._verified.get(key)
+        if cached is not None:
+            # The secret was checked lately; whether the key still stands is read now.
+            return cached if self.active(split[0]) is not None else None
         found = self._row(split[0])
-        if found is None or not verify_secret(split[1], found[1]):
+        if found is None or found[0].revoked or not verify_secret(split[1], found[1]):
             return None
-        principal = Principal(found[0].name, found[0].role)
+        principal = Principal(found[0].name, found[0].role, found[0].key_id)
         self._verified.put(key, principal)
         return principal
+
+    def active(self, key_id: str) -> Principal | None:
+        found = self._row(key_id)
+        if found is None or found[0].revoked:
+            return None
+        return Principal(found[0].name, found[0].role, found[0].key_id)
+
+    def revoke(self, key_id: str) -> ApiKey:
+        found = self._row(key_id)
+        if found is None:
+            raise InputError(f"no key with id {key_id!r}", field="keyId")
+        if found[0].revoked:
+            return found[0]
+        self._set_revoked(key_id, _now())
+        revoked = self._row(key_id)
+        assert revoked is not None
+        return revoked[0]
 
 
 class MemoryKeyStore(_KeyStoreBase):
@@ -184,6 +225,8 @@ class MemoryKeyStore(_KeyStoreBase):
     def create(self, role: Role | str, name: str) -> tuple[ApiKey, str]:
         key_id, secret, key = new_key()
         record = ApiKey(key_id, _check_name(name), _role(str(role)), _now())
+        if any(r.name == record.name for r, _ in self._rows.values()):
+            raise _name_taken(record.name)
         self._rows[key_id] = (record, hash_secret(secret, n=self._scrypt_n))
         return record, key
 
@@ -192,6 +235,13 @@ class MemoryKeyStore(_KeyStoreBase):
 
     def _row(self, key_id: str) -> tuple[ApiKey, str] | None:
         return self._rows.get(key_id)
+
+    def _set_revoked(self, key_id: str, when: str) -> None:
+        record, secret_hash = self._rows[key_id]
+        self._rows[key_id] = (
+            ApiKey(record.key_id, record.name, record.role, record.created_at, when),
+            secret_hash,
+        )
 
 
 class SqlKeyStore(_KeyStoreBase):
@@ -205,23 +255,31 @@ class SqlKeyStore(_KeyStoreBase):
     def create(self, role: Role | str, name: str) -> tuple[ApiKey, str]:
         key_id, secret, key = new_key()
         record = ApiKey(key_id, _check_name(name), _role(str(role)), _now())
-        with self._db.failures(), self._db.engine.begin() as conn:
-            conn.execute(
-                self._table.insert().values(
-                    key_id=record.key_id,
-                    name=record.name,
-                    role=record.role.value,
-                    secret_hash=hash_secret(secret, n=self._scrypt_n),
-                    created_at=record.created_at,
+        try:
+            with self._db.failures(), self._db.engine.begin() as conn:
+                taken = conn.execute(
+                    select(self._table.c.key_id).where(self._table.c.name == record.name)
+                ).first()
+                if taken is not None:
+                    raise _name_taken(record.name)
+                conn.execute(
+                    self._table.insert().values(
+                        key_id=record.key_id,
+                        name=record.name,
+                        role=record.role.value,
+                        secret_hash=hash_secret(secret, n=self._scrypt_n),
+                        created_at=record.created_at,
+                    )
                 )
-            )
+        except IntegrityError:  # another process took the name between the check and insert
+            raise _name_taken(record.name) from None
         return record, key
 
     def list(self) -> list[ApiKey]:
         t = self._table
         with self._db.failures(), self._db.engine.connect() as conn:
             rows = conn.execute(select(t).order_by(t.c.created_at, t.c.key_id)).all()
-        return [ApiKey(r.key_id, r.name, Role(r.role), r.created_at) for r in rows]
+        return [ApiKey(r.key_id, r.name, Role(r.role), r.created_at, r.revoked_at) for r in rows]
 
     def _row(self, key_id: str) -> tuple[ApiKey, str] | None:
         t = self._table
@@ -233,7 +291,25 @@ class SqlKeyStore(_KeyStoreBase):
             role = Role(row.role)
         except ValueError:
             return None
-        return ApiKey(row.key_id, row.name, role, row.created_at), row.secret_hash
+        record = ApiKey(row.key_id, row.name, role, row.created_at, row.revoked_at)
+        return record, row.secret_hash
+
+    def _set_revoked(self, key_id: str, when: str) -> None:
+        t = self._table
+        with self._db.failures(), self._db.engine.begin() as conn:
+            conn.execute(
+                update(t)
+                .where(t.c.key_id == key_id, t.c.revoked_at.is_(None))
+                .values(revoked_at=when)
+            )
+
+
+def _name_taken(name: str) -> InputError:
+    return InputError(
+        f"a key named {name!r} exists already: two keys cannot share a name (the journal "
+        "names each person by their key)",
+        field="name",
+    )
 
 
 def _now() -> str:

@@ -1,9 +1,11 @@
 """The service's tables, kept in the journal's database beside the journal's own::
 
-    api_keys        (key_id PK, name, role, secret_hash, created_at)
+    api_keys        (key_id PK, name UNIQUE, role, secret_hash, created_at, revoked_at)
     service_claims  (claim PK, holder, claimed_at)
 
-``api_keys`` holds each key's salted scrypt hash, never the key. ``service_claims``
+``api_keys`` holds each key's salted scrypt hash, never the key; two keys cannot share
+a name (the journal names a person by it), and a revoked key keeps its row (the
+journal still names it) with the time it was revoked. ``service_claims``
 makes a request that must run once per case (decide, release, reject, send) exclusive
 across worker processes: the one whose insert lands runs it.
 
@@ -33,10 +35,11 @@ def define_service_tables(metadata: MetaData) -> tuple[Table, Table]:
         "api_keys",
         metadata,
         Column("key_id", String(32), primary_key=True),
-        Column("name", String, nullable=False),
+        Column("name", String, nullable=False, unique=True),
         Column("role", String(32), nullable=False),
         Column("secret_hash", String, nullable=False),
         Column("created_at", String, nullable=False),
+        Column("revoked_at", String, nullable=True),
     )
     claims = Table(
         "service_claims",
