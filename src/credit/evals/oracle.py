@@ -354,36 +354,21 @@ def expected_outcome(case: Case, policy: Policy, catalogue: Catalogue | None = N
                 },
             )
         )
-    low = max_dti.value - policy["margins.dtiPct"].value
-    if figures.dti_pct >= low:
-        within.append(f"DTI {figures.dti_pct} in {low}..{max_dti.value}")
-        margin_reasons.append(
-            _reason(
-                catalogue,
-                "REFER_DTI_MARGIN",
-                {
-                    "dtiPct": str(figures.dti_pct),
-                    "marginLowDtiPct": str(low),
-                    "maxDtiPct": str(max_dti.value),
-                },
-            )
-        )
+    edges: list[tuple[str, str, Decimal, Decimal]] = [
+        ("DTI", "Dti", figures.dti_pct, max_dti.value)
+    ]
     if figures.ltv_pct is not None:
-        max_ltv = policy["products.auto.maxLtvPct"]
-        low = max_ltv.value - policy["margins.ltvPct"].value
-        if figures.ltv_pct >= low:
-            within.append(f"LTV {figures.ltv_pct} in {low}..{max_ltv.value}")
-            margin_reasons.append(
-                _reason(
-                    catalogue,
-                    "REFER_LTV_MARGIN",
-                    {
-                        "ltvPct": str(figures.ltv_pct),
-                        "marginLowLtvPct": str(low),
-                        "maxLtvPct": str(max_ltv.value),
-                    },
-                )
-            )
+        edges.append(("LTV", "Ltv", figures.ltv_pct, policy["products.auto.maxLtvPct"].value))
+    for label, name, value, cap in edges:
+        low = cap - policy[f"margins.{name.lower()}Pct"].value
+        if value >= low:
+            within.append(f"{label} {value} in {low}..{cap}")
+            stated = {
+                f"{name.lower()}Pct": str(value),
+                f"marginLow{name}Pct": str(low),
+                f"max{name}Pct": str(cap),
+            }
+            margin_reasons.append(_reason(catalogue, f"REFER_{label}_MARGIN", stated))
     if within:
         return Expectation(
             frozenset({"refer"}),

@@ -294,27 +294,18 @@ def _within_margin(fig: DerivedFigures, policy: Policy) -> tuple[Reason, ...]:
                 marginTopScore=str(top),
             )
         )
-    low = fig.max_dti_pct - policy["margins.dtiPct"].value
-    if low <= fig.dti_pct <= fig.max_dti_pct:
-        found.append(
-            _reason(
-                "REFER_DTI_MARGIN",
-                dtiPct=str(fig.dti_pct),
-                marginLowDtiPct=str(low),
-                maxDtiPct=str(fig.max_dti_pct),
-            )
-        )
+    caps = [("Dti", fig.dti_pct, fig.max_dti_pct)]
     if fig.ltv_pct is not None and fig.max_ltv_pct is not None:
-        low = fig.max_ltv_pct - policy["margins.ltvPct"].value
-        if low <= fig.ltv_pct <= fig.max_ltv_pct:
-            found.append(
-                _reason(
-                    "REFER_LTV_MARGIN",
-                    ltvPct=str(fig.ltv_pct),
-                    marginLowLtvPct=str(low),
-                    maxLtvPct=str(fig.max_ltv_pct),
-                )
-            )
+        caps.append(("Ltv", fig.ltv_pct, fig.max_ltv_pct))
+    for name, value, cap in caps:  # REFER_DTI_MARGIN, REFER_LTV_MARGIN
+        low = cap - policy[f"margins.{name.lower()}Pct"].value
+        if low <= value <= cap:
+            stated = {
+                f"{name.lower()}Pct": str(value),
+                f"marginLow{name}Pct": str(low),
+                f"max{name}Pct": str(cap),
+            }
+            found.append((f"REFER_{name.upper()}_MARGIN", MappingProxyType(stated)))
     return tuple(found)
 
 
