@@ -38,9 +38,8 @@ from credit.secondline.exact import (
     amortised_payment,
     card_payment,
     dti_pct,
-    half_up,
+    half_up_ratio,
     ltv_pct,
-    rational,
     to_decimal,
 )
 from credit.secondline.offer import Offer, find_offer
@@ -51,7 +50,6 @@ Reason = tuple[str, Mapping[str, str]]  # a reason code and the values its wordi
 
 # docs/confidence.md: 1 - 0.5 / (1 + m), half-up to the hundredth.
 _CONFIDENCE_QUANTUM = Decimal("0.01")
-_HALF = Fraction(1, 2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -437,27 +435,29 @@ _STEPS: dict[str, Callable[[_Facts], _Outcome | None]] = {
 # ---------------------------------------------------------------- the confidence
 
 
+def _headroom(value: Decimal | int, edge: Decimal | int, width: Decimal | int) -> tuple[int, int]:
+    """|value - edge| in units of ``width``, exactly, as (numerator, denominator)."""
+    v_num, v_den = value.as_integer_ratio()
+    e_num, e_den = edge.as_integer_ratio()
+    w_num, w_den = width.as_integer_ratio()
+    return abs(v_num * e_den - e_num * v_den) * w_den, v_den * e_den * w_num
+
+
 def _confidence(f: _Facts, step: str) -> Decimal:
     """docs/confidence.md: 1 - 0.5 / (1 + m), m the least headroom in margin widths (score:
     scorePoints + 1 points; DTI, LTV: their margins); m = 0 for an unusable file."""
-    headroom = Fraction(0)
+    a, b = 0, 1  # m = a / b
     if step != "referUnusableFile":
         fig, pol = f.fig, f.policy
-        widths: list[Fraction] = [
-            abs(rational(fig.dti_pct) - rational(fig.max_dti_pct))
-            / rational(pol["margins.dtiPct"].value)
-        ]
+        widths = [_headroom(fig.dti_pct, fig.max_dti_pct, pol["margins.dtiPct"].value)]
         if fig.score is not None:
-            widths.append(
-                Fraction(abs(fig.score - fig.min_score), pol["margins.scorePoints"].value + 1)
-            )
+            points: int = pol["margins.scorePoints"].value
+            widths.append(_headroom(fig.score, fig.min_score, points + 1))
         if fig.ltv_pct is not None and fig.max_ltv_pct is not None:
-            widths.append(
-                abs(rational(fig.ltv_pct) - rational(fig.max_ltv_pct))
-                / rational(pol["margins.ltvPct"].value)
-            )
-        headroom = min(widths)
-    return half_up(1 - _HALF / (1 + headroom), _CONFIDENCE_QUANTUM)
+            widths.append(_headroom(fig.ltv_pct, fig.max_ltv_pct, pol["margins.ltvPct"].value))
+        a, b = min(widths, key=lambda r: Fraction(*r))
+    # 1 - 1 / (2 (1 + a/b)) is (b + 2a) / (2b + 2a): one exact ratio, rounded once
+    return half_up_ratio(b + 2 * a, 2 * b + 2 * a, _CONFIDENCE_QUANTUM)
 
 
 # ---------------------------------------------------------------- derive

@@ -22,9 +22,9 @@ __all__ = [
     "dti_pct",
     "exact_payment",
     "half_up",
+    "half_up_ratio",
     "ltv_pct",
     "payment_factor",
-    "quanta_half_up",
     "rational",
     "to_decimal",
 ]
@@ -47,26 +47,17 @@ def rational(value: Decimal | int) -> Fraction:
     return Fraction(*value.as_integer_ratio())
 
 
-def _quanta(num: int, den: int, quantum: Decimal) -> int:
-    """How many quanta num / den (den > 0) rounds to, halves away from zero."""
+def half_up_ratio(num: int, den: int, quantum: Decimal) -> Decimal:
+    """num / den (den > 0) rounded half-up (halves away from zero) to the quantum."""
     q_num, q_den = quantum.as_integer_ratio()
-    num, den = num * q_den, den * q_num
+    num, den = num * q_den, den * q_num  # now in quanta
     whole = (2 * abs(num) + den) // (2 * den)
-    return whole if num >= 0 else -whole
-
-
-def quanta_half_up(value: Fraction, quantum: Decimal) -> int:
-    """How many quanta ``value`` rounds to, halves away from zero."""
-    return _quanta(value.numerator, value.denominator, quantum)
+    return to_decimal(whole if num >= 0 else -whole, quantum)
 
 
 def half_up(value: Fraction, quantum: Decimal) -> Decimal:
     """``value`` rounded half-up (away from zero) to the quantum, as a Decimal."""
-    return to_decimal(quanta_half_up(value, quantum), quantum)
-
-
-def _half_up(num: int, den: int, quantum: Decimal) -> Decimal:
-    return to_decimal(_quanta(num, den, quantum), quantum)
+    return half_up_ratio(value.numerator, value.denominator, quantum)
 
 
 @lru_cache(maxsize=256)
@@ -95,14 +86,14 @@ def amortised_payment(
     """The auto payment, half-up to the money quantum."""
     a_num, a_den = amount.as_integer_ratio()
     factor = payment_factor(apr_pct, term_months)
-    return _half_up(a_num * factor.numerator, a_den * factor.denominator, money_quantum)
+    return half_up_ratio(a_num * factor.numerator, a_den * factor.denominator, money_quantum)
 
 
 def card_payment(line: Decimal, payment_pct: Decimal, money_quantum: Decimal) -> Decimal:
     """The assessed card payment, ``payment_pct`` % of the line, half-up."""
     l_num, l_den = line.as_integer_ratio()
     p_num, p_den = payment_pct.as_integer_ratio()
-    return _half_up(l_num * p_num, l_den * p_den * PERCENT, money_quantum)
+    return half_up_ratio(l_num * p_num, l_den * p_den * PERCENT, money_quantum)
 
 
 def dti_pct(
@@ -113,11 +104,13 @@ def dti_pct(
     p_num, p_den = new_payment.as_integer_ratio()
     i_num, i_den = annual_income.as_integer_ratio()  # monthly income: i_num / (12 i_den)
     owed_num, owed_den = d_num * p_den + p_num * d_den, d_den * p_den
-    return _half_up(owed_num * MONTHS_PER_YEAR * i_den * PERCENT, owed_den * i_num, pct_quantum)
+    return half_up_ratio(
+        owed_num * MONTHS_PER_YEAR * i_den * PERCENT, owed_den * i_num, pct_quantum
+    )
 
 
 def ltv_pct(amount: Decimal, vehicle_value: Decimal, pct_quantum: Decimal) -> Decimal:
     """Amount financed / vehicle value x 100, half-up."""
     a_num, a_den = amount.as_integer_ratio()
     v_num, v_den = vehicle_value.as_integer_ratio()
-    return _half_up(a_num * v_den * PERCENT, a_den * v_num, pct_quantum)
+    return half_up_ratio(a_num * v_den * PERCENT, a_den * v_num, pct_quantum)

@@ -12,8 +12,9 @@ the cap plus half a quantum (half-up rounding); the DTI bound gives the largest
 payment that passes, and that payment's own half-up rounding gives the largest raw
 payment, hence the largest amount or line, in closed form. Each offer so found is then
 *certified* by the forward formulas: it passes every cap and one step more does not
-(or lies past the amount requested or the line assessed). A bound that the forward formulas contradict is an
-:class:`~credit.errors.UndecidedCaseError`, never a silently wrong offer.
+(or lies past the amount requested or the line assessed). A bound that the forward
+formulas contradict is an :class:`~credit.errors.UndecidedCaseError`, never a silently
+wrong offer.
 """
 
 from __future__ import annotations
