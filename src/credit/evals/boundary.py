@@ -16,20 +16,28 @@ Points, for auto and card unless noted:
   quantum over states cap + quantum;
 - LTV (auto): the same four, and the same rounding edge;
 - thin file: tradelines minimum - 1 and minimum, history minimum - 1 and minimum;
-- card: a line requested below the band's line is the line assessed.
+- card: a line requested below the band's line is the line assessed;
+- reasons: a score under the minimum with more bureau key factors than a notice may
+  state (the reasons, their order and the ``maxReasons`` cut); auto DTI and LTV both
+  over their caps (two reasons in the policy's factor order);
+- money rounding (auto): a payment whose exact value is half a cent or more over a
+  whole cent, and one under half a cent over, each on the DTI rounding edge, so
+  that the payment's half-up rounding decides the DTI stated.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
+from fractions import Fraction
 
 from credit.errors import CreditError
-from credit.evals.cases import build_case
+from credit.evals.cases import KEY_FACTORS, build_case
 from credit.evals.graders import BoundaryPoint
 from credit.evals.oracle import band_of, expected_figures, expected_outcome
 from credit.policy import BANDS, Policy
+from credit.secondline.exact import exact_payment
 
 __all__ = ["Unbuildable", "boundary_points", "comfortable"]
 
@@ -86,6 +94,7 @@ def boundary_points(policy: Policy) -> Iterator[BoundaryPoint | Unbuildable]:
         tradelines: int | None = None,
         history_months: int | None = None,
         line_requested: Decimal | None = None,
+        key_factors: tuple[tuple[str, str, str], ...] = (),
     ) -> BoundaryPoint | Unbuildable:
         ok = comfortable(policy, product)
         score = ok.score if score is None else score
@@ -106,6 +115,7 @@ def boundary_points(policy: Policy) -> Iterator[BoundaryPoint | Unbuildable]:
                 tradelines=tradelines,
                 history_months=history_months,
                 line_requested=line_requested,
+                key_factors=key_factors,
             )
             band = band_of(score, policy)
             figures = expected_figures(case.application, score, policy)
@@ -227,3 +237,68 @@ def boundary_points(policy: Policy) -> Iterator[BoundaryPoint | Unbuildable]:
         "card",
         line_requested=below,
     )
+    for product in ("auto", "card"):
+        min_score = policy[f"products.{product}.minScore"]
+        cap_reasons = policy["maxReasons"]
+        yield point(
+            f"{product} score min-1 with {len(KEY_FACTORS)} bureau key factors states "
+            f"{cap_reasons.value} reasons",
+            f"score {min_score.value - 1} vs {min_score.cite()}, key factors in the bureau's "
+            f"order, {cap_reasons.cite()}",
+            product,
+            score=min_score.value - 1,
+            key_factors=KEY_FACTORS,
+        )
+    dti_cap, ltv_cap = policy["products.auto.maxDtiPct"], policy["products.auto.maxLtvPct"]
+    dti_over = dti_cap.value + policy["margins.dtiPct"].value
+    ltv_over = ltv_cap.value + policy["margins.ltvPct"].value
+    yield point(
+        f"auto DTI {dti_over} and LTV {ltv_over} both over their caps",
+        f"DTI {dti_over} vs {dti_cap.cite()} and LTV {ltv_over} vs {ltv_cap.cite()}, "
+        "reasons in the policy's factorOrder",
+        "auto",
+        dti=dti_over,
+        ltv=ltv_over,
+    )
+    for rounds_up in (True, False):
+        yield _payment_rounding_point(policy, point, rounds_up=rounds_up)
+
+
+def _payment_rounding_point(
+    policy: Policy, point: Callable[..., BoundaryPoint | Unbuildable], *, rounds_up: bool
+) -> BoundaryPoint | Unbuildable:
+    """An auto request on the DTI rounding edge (raw DTI exactly cap + half a quantum with
+    the payment rounded half-up) whose exact payment is half a cent or more over a whole
+    cent (``rounds_up``) or less than half over: a payment rounded any other way states
+    another DTI. The amount is moved a cent at a time until its payment is such a one."""
+    q: Decimal = policy["rounding.percent"].value
+    money = Fraction(policy["rounding.money"].value)
+    cap = policy["products.auto.maxDtiPct"]
+    ok = comfortable(policy, "auto")
+    side = "half a cent or more" if rounds_up else "under half a cent"
+    name = f"auto payment {side} over a cent: DTI cap+{q / 2} states {cap.value + q}"
+    apr = policy[f"pricing.auto.{band_of(ok.score, policy)}.apr"].value
+    for cents in range(int(1 / money)):
+        case = build_case(
+            "EV-BND-PAY",
+            policy,
+            product="auto",
+            score=ok.score,
+            dti_raw=cap.value + q / 2,
+            ltv_raw=ok.ltv_pct,
+            ltv_cents_below=cents,
+        )
+        app = case.application
+        assert app.requested_amount is not None and app.term_months is not None
+        over = exact_payment(app.requested_amount, apr, app.term_months) / money % 1
+        if (over >= Fraction(1, 2)) if rounds_up else (0 < over < Fraction(1, 2)):
+            return point(
+                name,
+                f"payment on {app.requested_amount} over {app.term_months} months is {side} "
+                f"over a whole cent, rounded half-up; DTI {cap.value + q / 2} vs {cap.cite()}",
+                "auto",
+                dti=cap.value + q / 2,
+                ltv_cents_below=cents,
+                stated_dti=cap.value + q,
+            )
+    return Unbuildable(name, "no amount within a dollar of the edge has such a payment")

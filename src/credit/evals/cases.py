@@ -1,7 +1,8 @@
 """Building eval cases that sit exactly where a point needs them.
 
 Incomes, debts, amounts and vehicle values are solved for with the capacity
-arithmetic and the policy's own numbers, so that the rounded DTI or LTV the policy
+arithmetic (the second line's exact arithmetic, :mod:`credit.secondline.exact`, never
+the underwriter's) and the policy's own numbers, so that the rounded DTI or LTV the policy
 states is exactly the edge under test. The fixture facts that are not thresholds (the
 bureau, the score scale, a file well clear of the thin-file rule, the vehicle value
 scale) are written here once.
@@ -17,9 +18,10 @@ from credit.errors import CreditError
 from credit.evals.oracle import band_of
 from credit.models import Application, Bureau, Case, CreditReport, Dispute, KeyFactor
 from credit.policy import BANDS, Policy
-from credit.underwriting.capacity import amortised_payment, card_payment
+from credit.secondline.exact import amortised_payment, card_payment
 
 __all__ = [
+    "KEY_FACTORS",
     "SCORE_RANGE",
     "CannotConstructError",
     "Request",
@@ -30,6 +32,15 @@ __all__ = [
 ]
 
 SCORE_RANGE = (300, 850)  # the bureau's scale in these fixtures
+# Key factors a bureau reports with a low score, in its order (codes the reason
+# catalogue maps): more than a notice may state beside the score itself.
+KEY_FACTORS = (
+    ("10", "Proportion of balances to credit limits on revolving accounts is too high", "61%"),
+    ("18", "Number of accounts with delinquency", "3 accounts"),
+    ("08", "Too many inquiries last 12 months", "6 inquiries"),
+    ("14", "Length of time accounts have been established", "2 years"),
+    ("01", "Amount owed on accounts is too high", "$41,200"),
+)
 _BUREAU = Bureau(
     name="Example Credit Bureau",
     address="PO Box 1000, Springfield, ST 00000",

@@ -3,9 +3,11 @@ engine's, or a model's) and says whether it keeps the policy or the fair-lending
 
 - :func:`grade_boundary`: a case built exactly at a threshold or margin edge gets the
   decision the policy text gives it, states the DTI/LTV of the edge and the right band,
-  and its terms and reasons are the ones the policy describes.
+  and its terms (an approval's and a counteroffer's) and reasons (codes, order and
+  stated values, in approved wordings) are the ones the policy describes.
 - :func:`grade_thin_file`: a file with no usable score is referred, never guessed at;
-  with no score the band is ``unscored`` and the DTI counts existing debt only.
+  with no score the band is ``unscored`` and the DTI counts existing debt only; the
+  referral records exactly why.
 - :func:`grade_fairness`: a decision whose factors or policy basis cite a prohibited
   basis or a proxy for one fails outright.
 """
@@ -20,8 +22,10 @@ from credit.evals.oracle import (
     band_of,
     counteroffer_failures,
     expected_figures,
+    expected_outcome,
     factor_failures,
     is_thin_file,
+    reason_failures,
     terms_failures,
 )
 from credit.fairness_terms import ProhibitedTerms, default_prohibited_terms
@@ -100,6 +104,7 @@ def grade_boundary(point: BoundaryPoint, decision: Decision, policy: Policy) -> 
     elif decision.decision == "counteroffer":
         failures += counteroffer_failures(case, decision, figures, policy)
     failures += factor_failures(case, decision, figures, policy)
+    failures += reason_failures(decision, expect)
     summary = f"{point.aim}: {expect.rule}; got {_describe(decision)}"
     return Grade("policy-boundary", tuple(failures), summary)
 
@@ -128,6 +133,8 @@ def grade_thin_file(case: Case, decision: Decision, policy: Policy | None = None
         failures.append(f"stated LTV {decision.ltv_pct}, the request gives {figures.ltv_pct}")
     if not decision.factors:
         failures.append("a referral records no reason for the reviewer")
+    else:
+        failures += reason_failures(decision, expected_outcome(case, policy))
     summary = f"thin file ({'; '.join(why)}): step 1, refer; got {_describe(decision)}"
     return Grade("thin-file", tuple(failures), summary)
 

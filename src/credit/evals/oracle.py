@@ -1,11 +1,13 @@
 """What the policy text says about a case, restated apart from the underwriter.
 
 Each function here restates one paragraph of the reference policy (shared/spec/
-reference-policy.md) and reads every number through :class:`~credit.policy.Policy`.
-Nothing here imports the decision engine: the graders compare any underwriter's
-Decision (the rules engine, or a model) with these statements. Only the capacity
-arithmetic (payment, DTI, LTV and their rounding) is shared, since the policy defines
-those figures by formula.
+reference-policy.md) and reads every number through :class:`~credit.policy.Policy`,
+every reason code and wording through :class:`~credit.catalogue.Catalogue`. Nothing
+here imports the underwriter (an import contract in .importlinter says so): the
+graders compare any underwriter's Decision (the rules engine, or a model) with these
+statements. The capacity arithmetic (payment, DTI, LTV and their half-up rounding,
+which the policy defines by formula) is the second line's exact arithmetic,
+:mod:`credit.secondline.exact`, never the underwriter's.
 
 - "Score bands": :func:`band_of`.
 - "Capacity": :func:`expected_figures`.
@@ -15,22 +17,27 @@ those figures by formula.
   the payment falls as the term grows).
 - Step 3's terms: :func:`counteroffer_failures` checks an offer is the one the policy
   describes (the largest passing amount or line, ties to the shortest term).
-- "Credit factors": :func:`factor_failures`.
+- "Credit factors": the reasons each outcome states (:attr:`Expectation.reasons`:
+  the codes in order, the values each wording states, every approved wording), and
+  :func:`factor_failures`, which checks the figures stated whatever the wording.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, Decimal
 
+from credit.catalogue import Catalogue, default_catalogue
 from credit.models import Application, Case, Decision
 from credit.policy import BANDS, Policy
-from credit.underwriting.capacity import amortised_payment, card_payment, dti_pct, ltv_pct
+from credit.secondline.exact import amortised_payment, card_payment, dti_pct, ltv_pct
 
 __all__ = [
     "Expectation",
     "ExpectedFigures",
+    "ExpectedReason",
     "band_of",
     "counteroffer_exists",
     "counteroffer_failures",
@@ -38,6 +45,7 @@ __all__ = [
     "expected_outcome",
     "factor_failures",
     "is_thin_file",
+    "reason_failures",
     "states_value",
     "terms_failures",
 ]
@@ -56,11 +64,23 @@ class ExpectedFigures:
 
 
 @dataclass(frozen=True, slots=True)
+class ExpectedReason:
+    """A reason the policy text requires: its code, the values its wording states, and
+    every approved wording filled with them (any one may be used)."""
+
+    code: str
+    values: Mapping[str, str]
+    texts: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Expectation:
-    """The decisions the policy text allows, and the text that says so."""
+    """The decisions the policy text allows, the text that says so, and the reasons
+    that decision states, in order."""
 
     decisions: frozenset[str]
     rule: str
+    reasons: tuple[ExpectedReason, ...] = field(default=())
 
 
 def band_of(score: int | None, policy: Policy) -> str:
@@ -179,59 +199,181 @@ def counteroffer_exists(app: Application, figures: ExpectedFigures, policy: Poli
     return _offer_passes(app, smallest, None, figures.apr, policy)
 
 
-def expected_outcome(case: Case, policy: Policy) -> Expectation:
-    """ "Decision, in this order", applied to the request as made."""
+def _reason(catalogue: Catalogue, code: str, values: Mapping[str, str]) -> ExpectedReason:
+    wordings = catalogue[code].wordings
+    return ExpectedReason(code, dict(values), tuple(w.format_map(dict(values)) for w in wordings))
+
+
+def _referral_reasons(
+    case: Case, policy: Policy, catalogue: Catalogue
+) -> tuple[ExpectedReason, ...]:
+    """Step 1 "records why it was referred": each of no score, too few tradelines, too
+    short a history and the unresolved disputes' tradelines that holds."""
+    r = case.credit_report
+    tl, hist = policy["thinFile.minTradelines"].value, policy["thinFile.minHistoryMonths"].value
+    disputed = ", ".join(d.tradeline_id for d in r.unresolved_disputes)
+    table: tuple[tuple[bool, str, dict[str, str]], ...] = (
+        (r.score is None, "REFER_NO_SCORE", {}),
+        (
+            r.tradelines < tl,
+            "REFER_FEW_TRADELINES",
+            {"tradelines": str(r.tradelines), "minTradelines": str(tl)},
+        ),
+        (
+            r.history_months < hist,
+            "REFER_SHORT_HISTORY",
+            {"historyMonths": str(r.history_months), "minHistoryMonths": str(hist)},
+        ),
+        (bool(disputed), "REFER_UNRESOLVED_DISPUTE", {"disputedTradelines": disputed}),
+    )
+    return tuple(_reason(catalogue, code, values) for holds, code, values in table if holds)
+
+
+def _principal_reasons(
+    case: Case, figures: ExpectedFigures, policy: Policy, catalogue: Catalogue, failed: set[str]
+) -> tuple[ExpectedReason, ...]:
+    """ "Credit factors": the failed rules (``failed``, factor kinds) in the policy's
+    factor order, then the bureau's key factors in its order only where the score was a
+    principal reason; at most ``maxReasons``."""
+    app, report = case.application, case.credit_report
+    p = f"products.{app.product}"
+    name = catalogue.product_names[app.product]
+    stated: dict[str, list[tuple[str, dict[str, str]]]] = {
+        "scoreBelowMinimum": [
+            (
+                "SCORE_BELOW_MINIMUM",
+                {
+                    "score": str(report.score),
+                    "minScore": str(policy[f"{p}.minScore"].value),
+                    "productName": name,
+                },
+            )
+        ],
+        "dtiOverCap": [
+            (
+                "DTI_OVER_CAP",
+                {
+                    "dtiPct": str(figures.dti_pct),
+                    "maxDtiPct": str(policy[f"{p}.maxDtiPct"].value),
+                    "productName": name,
+                },
+            )
+        ],
+        "ltvOverCap": [
+            (
+                "LTV_OVER_CAP",
+                {
+                    "ltvPct": str(figures.ltv_pct),
+                    "maxLtvPct": str(policy["products.auto.maxLtvPct"].value),
+                },
+            )
+        ],
+        "bureauKeyFactors": [
+            (str(catalogue.key_factor_code(kf.code)), {"keyFactorValue": kf.value})
+            for kf in report.key_factors
+        ],
+    }
+    if "scoreBelowMinimum" in failed:
+        failed = failed | {"bureauKeyFactors"}
+    ordered = [
+        _reason(catalogue, code, values)
+        for kind in policy["factorOrder"].value
+        if kind in failed
+        for code, values in stated[kind]
+    ]
+    return tuple(ordered[: policy["maxReasons"].value])
+
+
+def expected_outcome(case: Case, policy: Policy, catalogue: Catalogue | None = None) -> Expectation:
+    """ "Decision, in this order", applied to the request as made, with the reasons
+    that decision states."""
+    catalogue = catalogue or default_catalogue()
     app, report = case.application, case.credit_report
     figures = expected_figures(app, report.score, policy)
     unusable = is_thin_file(case, policy)
     if unusable:
         return Expectation(
-            frozenset({"refer"}), f"step 1, no usable score ({'; '.join(unusable)}): refer"
+            frozenset({"refer"}),
+            f"step 1, no usable score ({'; '.join(unusable)}): refer",
+            _referral_reasons(case, policy, catalogue),
         )
     if report.unresolved_disputes:
-        return Expectation(frozenset({"refer"}), "step 1, an unresolved dispute: refer")
+        return Expectation(
+            frozenset({"refer"}),
+            "step 1, an unresolved dispute: refer",
+            _referral_reasons(case, policy, catalogue),
+        )
     assert report.score is not None
     p = f"products.{app.product}"
     min_score, max_dti = policy[f"{p}.minScore"], policy[f"{p}.maxDtiPct"]
-    if report.score < min_score.value:
-        return Expectation(
-            frozenset({"decline"}),
-            f"step 2, score {report.score} below {min_score.cite()} is a hard failure: decline",
-        )
     over: list[str] = []
+    failed: set[str] = set()
     if figures.dti_pct > max_dti.value:
         over.append(f"DTI {figures.dti_pct} over {max_dti.cite()}")
+        failed.add("dtiOverCap")
     if figures.ltv_pct is not None:
         max_ltv = policy["products.auto.maxLtvPct"]
         if figures.ltv_pct > max_ltv.value:
             over.append(f"LTV {figures.ltv_pct} over {max_ltv.cite()}")
+            failed.add("ltvOverCap")
+    if report.score < min_score.value:
+        return Expectation(
+            frozenset({"decline"}),
+            f"step 2, score {report.score} below {min_score.cite()} is a hard failure: decline",
+            _principal_reasons(case, figures, policy, catalogue, failed | {"scoreBelowMinimum"}),
+        )
     if over:
+        reasons = _principal_reasons(case, figures, policy, catalogue, failed)
         if counteroffer_exists(app, figures, policy):
             return Expectation(
                 frozenset({"counteroffer"}),
                 f"step 3, {' and '.join(over)}, and adjusted terms pass every cap: "
                 "counteroffer (never approve or refer)",
+                reasons,
             )
         return Expectation(
             frozenset({"decline"}),
             f"step 2, {' and '.join(over)}, and no adjusted terms pass every cap: "
             "decline (never approve or refer)",
+            reasons,
         )
     within: list[str] = []
+    margin_reasons: list[ExpectedReason] = []
     pts = policy["margins.scorePoints"]
-    if report.score <= min_score.value + pts.value:
-        within.append(f"score {report.score} in {min_score.value}..{min_score.value + pts.value}")
-    dm = policy["margins.dtiPct"]
-    if figures.dti_pct >= max_dti.value - dm.value:
-        within.append(f"DTI {figures.dti_pct} in {max_dti.value - dm.value}..{max_dti.value}")
+    top = min_score.value + pts.value
+    if report.score <= top:
+        within.append(f"score {report.score} in {min_score.value}..{top}")
+        margin_reasons.append(
+            _reason(
+                catalogue,
+                "REFER_SCORE_MARGIN",
+                {
+                    "score": str(report.score),
+                    "minScore": str(min_score.value),
+                    "marginTopScore": str(top),
+                },
+            )
+        )
+    edges: list[tuple[str, str, Decimal, Decimal]] = [
+        ("DTI", "Dti", figures.dti_pct, max_dti.value)
+    ]
     if figures.ltv_pct is not None:
-        lm, max_ltv = policy["margins.ltvPct"], policy["products.auto.maxLtvPct"]
-        if figures.ltv_pct >= max_ltv.value - lm.value:
-            within.append(f"LTV {figures.ltv_pct} in {max_ltv.value - lm.value}..{max_ltv.value}")
+        edges.append(("LTV", "Ltv", figures.ltv_pct, policy["products.auto.maxLtvPct"].value))
+    for label, name, value, cap in edges:
+        low = cap - policy[f"margins.{name.lower()}Pct"].value
+        if value >= low:
+            within.append(f"{label} {value} in {low}..{cap}")
+            stated = {
+                f"{name.lower()}Pct": str(value),
+                f"marginLow{name}Pct": str(low),
+                f"max{name}Pct": str(cap),
+            }
+            margin_reasons.append(_reason(catalogue, f"REFER_{label}_MARGIN", stated))
     if within:
         return Expectation(
             frozenset({"refer"}),
             f"step 4, within margin, edges inclusive ({'; '.join(within)}): refer",
+            tuple(margin_reasons),
         )
     return Expectation(
         frozenset({"approve"}),
@@ -356,4 +498,22 @@ def factor_failures(
     for what, actual, limit in stated:
         if not any(states_value(f, actual) and states_value(f, limit) for f in factors):
             failures.append(f"no reason states the {what} {actual} and the limit {limit}")
+    return failures
+
+
+def reason_failures(decision: Decision, expect: Expectation) -> list[str]:
+    """ "Credit factors", exactly: the decision states the reasons the policy gives its
+    outcome, no more and no fewer, in the policy's order, each in one of its approved
+    wordings stating the values the decision used."""
+    want, got = expect.reasons, decision.factors
+    failures: list[str] = []
+    if len(got) != len(want):
+        codes = ", ".join(r.code for r in want) or "none"
+        failures.append(f"{len(got)} reason(s) stated; the policy states {len(want)} ({codes})")
+    for i, (text, reason) in enumerate(zip(got, want, strict=False)):
+        if text not in reason.texts:
+            values = ", ".join(f"{k}={v}" for k, v in reason.values.items())
+            failures.append(
+                f"factors[{i}] is not {reason.code} ({values}) in an approved wording: {text!r}"
+            )
     return failures
