@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from importlib import resources
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Any, Literal, NoReturn
 
 from pydantic import BaseModel, ConfigDict
 
@@ -160,10 +160,11 @@ class CaseLimits(BaseModel):
 
 
 def _read_limit(kind: _LimitKind, value: Any, *, file: str, key: str) -> Any:
-    if kind == "int":
-        number = read_int(value, file=file, key=key)
-    else:
-        number = read_decimal(value, file=file, key=key)
+    number: int | Decimal = (
+        read_int(value, file=file, key=key)
+        if kind == "int"
+        else read_decimal(value, file=file, key=key)
+    )
     if number < 0:
         raise PolicyError(f"a case limit is never negative, got {value!r}", file=file, key=key)
     return number
@@ -391,11 +392,10 @@ def read_document(
     try:
         return _read_document(data, limits, first)
     except InputError as err:
-        case_id = err.case_id or _sniff_case_id(data)
-        return _raise(err, case_id, line, source)
+        _raise(err, err.case_id or _sniff_case_id(data), line, source)
 
 
-def _raise(err: InputError, case_id: str | None, line: int | None, source: str | None) -> Any:
+def _raise(err: InputError, case_id: str | None, line: int | None, source: str | None) -> NoReturn:
     raise type(err)(
         err.message,
         case_id=case_id,
@@ -567,7 +567,7 @@ def read_case_bytes(
     try:
         return check_case(raw, limits=limits, policies=policies)
     except InputError as err:
-        return _raise(err, err.case_id or _case_id_of(raw), None, source)
+        _raise(err, err.case_id or _case_id_of(raw), None, source)
 
 
 def _case_id_of(raw: Any) -> str | None:
@@ -624,10 +624,11 @@ def _lines(handle: IO[bytes], limits: CaseLimits) -> Iterator[tuple[int, bytes, 
 
 
 def iter_documents(
-    path: Path | str, *, limits: CaseLimits | None = None
+    path: Path | str, *, limits: CaseLimits | None = None, lines: bool | None = None
 ) -> Iterator[DocumentLine]:
     """Every document of a ``.json`` file (one case) or a ``.jsonl`` batch, in order,
-    read strictly; a file that cannot be opened is an InputError naming it."""
+    read strictly; a file that cannot be opened is an InputError naming it. ``lines``
+    true reads any file as JSON Lines (false: as one document; default: by suffix)."""
     path = Path(path)
     source = str(path)
     limits = limits or default_case_limits()
@@ -636,7 +637,7 @@ def iter_documents(
     except OSError as err:
         raise InputError(f"cannot read: {err.strerror}", source=source) from None
     with handle:
-        if path.suffix.lower() == ".json":
+        if not (path.suffix.lower() != ".json" if lines is None else lines):
             most = limits.line_bytes + len(_BOM)
             data = handle.read(most + 1)
             if len(data) > most:

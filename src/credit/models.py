@@ -61,7 +61,7 @@ def _plain_decimal(value: Any) -> Any:
     "Numbers"): a JSON number (read as an exact Decimal or an int) or a string of ASCII
     digits with an optional point and decimals. No sign, exponent, underscore, space,
     thousands separator or non-ASCII digit; no float (a float has lost the digits)."""
-    if isinstance(value, bool) or isinstance(value, float):
+    if isinstance(value, (bool, float)):
         raise ValueError(f"expected a decimal number or a decimal string, got {value!r}")
     if isinstance(value, int):
         return Decimal(value)
@@ -77,9 +77,7 @@ def _plain_decimal(value: Any) -> Any:
                 f'("84000.00"): no sign, exponent, underscore, space or separator (got {shown!r})'
             )
         return Decimal(value)
-    raise ValueError(
-        f"expected a decimal number or a decimal string, got {type(value).__name__}"
-    )
+    raise ValueError(f"expected a decimal number or a decimal string, got {type(value).__name__}")
 
 
 PlainDecimal = Annotated[Decimal, BeforeValidator(_plain_decimal)]
