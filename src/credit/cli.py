@@ -16,6 +16,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -158,7 +159,7 @@ def decide(
             else:
                 sys.stdout.write(dumps(result.to_wire()) + "\n")
     except InputError as e:
-        err.print(f"[red]error:[/red] {e}", highlight=False, markup=False)
+        err.print(f"[red]error:[/red] {escape(str(e))}", highlight=False)
         raise typer.Exit(EXIT_BAD_INPUT) from None
     sys.stdout.flush()
     _report_failures(failures, total)
@@ -324,16 +325,15 @@ def main() -> None:
     except CreditError as e:  # a last line of defence: never a traceback for our errors
         if _STATE.debug:
             traceback.print_exc()
-        err.print(f"[red]error:[/red] {e}", highlight=False, markup=False)
+        err.print(f"[red]error:[/red] {escape(str(e))}", highlight=False)
         sys.exit(EXIT_BAD_INPUT if isinstance(e, ValueError) else EXIT_FAILED)
     except Exception as e:  # nor for any other error, unless --debug
         if _STATE.debug:
             traceback.print_exc()
         hint = "" if _STATE.debug else " (run with credit --debug for the traceback)"
         err.print(
-            f"[red]error:[/red] internal error ({type(e).__name__}: {e}){hint}",
+            f"[red]error:[/red] {escape(f'internal error ({type(e).__name__}: {e}){hint}')}",
             highlight=False,
-            markup=False,
         )
         sys.exit(EXIT_FAILED)
 
