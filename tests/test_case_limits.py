@@ -8,6 +8,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 
 from conftest import auto_case, card_case, with_changes
@@ -288,3 +289,32 @@ def test_a_raised_minimum_in_the_data_refuses_a_figure_below_it(tmp_path: Path) 
     check_case(with_changes(base("auto"), "application.annualIncome", "1000.00"), limits=tight)
     with pytest.raises(InputError, match=r"below the least the case format allows, 1000\.00 USD"):
         check_case(with_changes(base("auto"), "application.annualIncome", "999.99"), limits=tight)
+
+
+# ---------------------------------------------------------------- the flat batch rows
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet", "jsonl"])
+def test_a_flat_batch_row_outside_the_limits_is_named_and_the_rows_at_the_edge_are_kept(
+    tmp_path: Path, fmt: str
+) -> None:
+    from credit.batch.io import read_case_chunks, read_cases, write_cases
+    from credit.batch.schema import cases_to_frame
+
+    most = int(LIMITS.value("application.annualIncome.max") * 100)
+    frame = cases_to_frame(check_case(auto_case(case_id=f"F-{i}")) for i in range(4))
+    frame = frame.with_columns(
+        pl.Series("annualIncomeCents", [most, most + 1, 12_000_000, 12_000_000]),
+        pl.Series("score", [750, 750, 850, 851], dtype=pl.Int32),
+    )
+    path = tmp_path / f"flat.{fmt}"
+    write_cases(frame, path)
+    kept, problems = read_cases(path)
+    assert kept["caseId"].to_list() == ["F-0", "F-2", "F-3"]  # no policy: no scale
+    (problem,) = problems
+    assert (problem.case_id, problem.field) == ("F-1", "annualIncomeCents")
+    assert f"above the most, {most}" in problem.message
+    chunks = list(read_case_chunks(path, policy=POLICY))
+    assert [c for chunk in chunks for c in chunk.frame["caseId"]] == ["F-0", "F-2"]
+    named = {(p.case_id, p.field) for chunk in chunks for p in chunk.problems}
+    assert named == {("F-1", "annualIncomeCents"), ("F-3", "score")}

@@ -38,7 +38,7 @@ from credit.batch.schema import (
     cases_to_frame,
 )
 from credit.canonical import dumps, loads
-from credit.cases import check_case, iter_documents, json_type
+from credit.cases import check_case, default_case_limits, iter_documents, json_type
 from credit.errors import InputError
 from credit.models import Case
 from credit.policy import Policy
@@ -370,6 +370,73 @@ def _cell(value: Any) -> str | None:
     return str(value)
 
 
+# The flat columns the case limits bound (case-limits.yaml), with the limit's field
+# and the factor from the limit's unit to the column's (USD to cents).
+_FLAT_LIMITS: dict[str, tuple[str, int]] = {
+    "annualIncomeCents": ("application.annualIncome", 100),
+    "monthlyDebtCents": ("application.monthlyDebtPayments", 100),
+    "requestedAmountCents": ("application.requestedAmount", 100),
+    "vehicleValueCents": ("application.vehicleValue", 100),
+    "requestedLineCents": ("application.requestedLine", 100),
+    "termMonths": ("application.termMonths", 1),
+    "tradelines": ("creditReport.tradelines", 1),
+    "historyMonths": ("creditReport.historyMonths", 1),
+    "age": ("monitoring.age", 1),
+}
+
+
+def _bounds(policy: Policy | None) -> list[tuple[str, int, int, str]]:
+    """``(column, least, most, limit)`` for each bounded column of the flat schema."""
+    limits = default_case_limits()
+    out = [
+        (
+            column,
+            int(limits.value(f"{key}.min") * factor),
+            int(limits.value(f"{key}.max") * factor),
+            key,
+        )
+        for column, (key, factor) in _FLAT_LIMITS.items()
+    ]
+    if policy is not None:
+        low, high = policy["scoreScale.min"].value, policy["scoreScale.max"].value
+        out.append(("score", low, high, f"the scale of policy {policy.label} (scoreScale)"))
+    return out
+
+
+def _within_limits(
+    chunk: CaseChunk, source: str, row_label: str, policy: Policy | None
+) -> CaseChunk:
+    """The chunk less its rows with a figure outside the case limits (or, given the
+    policy, a score off its scale), each reported naming the row, case and column."""
+    frame = chunk.frame
+    bounds = [b for b in _bounds(policy) if b[0] in frame.columns]
+    if not bounds or frame.height == 0:
+        return chunk
+    outside = [
+        ((pl.col(c) < low) | (pl.col(c) > high)).fill_null(False) for c, low, high, _ in bounds
+    ]
+    mask = frame.select(pl.any_horizontal(outside).alias("bad"))["bad"]
+    if not mask.any():
+        return chunk
+    problems = list(chunk.problems)
+    for i in mask.arg_true().to_list():
+        row = frame.row(i, named=True)
+        column, low, high, key = next(
+            b for b in bounds if row[b[0]] is not None and not b[1] <= row[b[0]] <= b[2]
+        )
+        side = f"below the least, {low}" if row[column] < low else f"above the most, {high}"
+        err = InputError(
+            f"{column} {row[column]} is {side}, the case format allows ({key})",
+            case_id=row["caseId"],
+            field=column,
+        )
+        problems.append(_located(err, chunk.lines[i], source, row_label))
+    keep = (~mask).to_list()
+    lines = [n for n, k in zip(chunk.lines, keep, strict=True) if k]
+    problems.sort(key=lambda e: e.line or 0)
+    return CaseChunk(frame.filter(~mask), lines, problems, chunk.rows_read)
+
+
 def read_case_chunks(
     path: Path | str,
     fmt: str | None = None,
@@ -377,9 +444,10 @@ def read_case_chunks(
     chunk_size: int = DEFAULT_CHUNK,
     policy: Policy | None = None,
 ) -> Iterator[CaseChunk]:
-    """The cases of a file, ``chunk_size`` rows at a time. With ``policy``, a case
-    document (JSON Lines) dated before it takes effect or scored off its scale is a bad
-    row naming the field (docs/case-format.md)."""
+    """The cases of a file, ``chunk_size`` rows at a time. A row with a figure outside
+    the case limits (``case-limits.yaml``, in cents for money) is a bad row naming the
+    column; with ``policy``, so is a score off its scale, and a case document (JSON
+    Lines) dated before it takes effect (docs/case-format.md)."""
     path = Path(path)
     if chunk_size < 1:
         raise InputError(f"chunk size must be at least 1, got {chunk_size}")
@@ -387,10 +455,13 @@ def read_case_chunks(
     if not path.is_file():
         raise InputError("no such file", source=str(path))
     if kind == "csv":
-        return _csv_chunks(path, chunk_size)
-    if kind == "parquet":
-        return _parquet_chunks(path, chunk_size)
-    return _jsonl_chunks(path, chunk_size, policy)
+        chunks = _csv_chunks(path, chunk_size)
+    elif kind == "parquet":
+        chunks = _parquet_chunks(path, chunk_size)
+    else:
+        chunks = _jsonl_chunks(path, chunk_size, policy)
+    row_label = "row" if kind == "parquet" else "line"
+    return (_within_limits(c, str(path), row_label, policy) for c in chunks)
 
 
 def read_cases(path: Path | str, fmt: str | None = None) -> tuple[pl.DataFrame, list[InputError]]:
