@@ -309,12 +309,14 @@ def test_a_flat_batch_row_outside_the_limits_is_named_and_the_rows_at_the_edge_a
     )
     path = tmp_path / f"flat.{fmt}"
     write_cases(frame, path)
-    kept, problems = read_cases(path)
-    assert kept["caseId"].to_list() == ["F-0", "F-2", "F-3"]  # no policy: no scale
-    (problem,) = problems
+    kept, problems = read_cases(path)  # flat rows unbounded unless limits are given
+    assert kept["caseId"].to_list() == ["F-0", "F-1", "F-2", "F-3"] and not problems
+    chunks = list(read_case_chunks(path, limits=LIMITS))
+    assert [c for chunk in chunks for c in chunk.frame["caseId"]] == ["F-0", "F-2", "F-3"]
+    (problem,) = [p for chunk in chunks for p in chunk.problems]
     assert (problem.case_id, problem.field) == ("F-1", "annualIncomeCents")
     assert f"above the most, {most}" in problem.message
-    chunks = list(read_case_chunks(path, policy=POLICY))
+    chunks = list(read_case_chunks(path, policy=POLICY, limits=LIMITS))
     assert [c for chunk in chunks for c in chunk.frame["caseId"]] == ["F-0", "F-2"]
     named = {(p.case_id, p.field) for chunk in chunks for p in chunk.problems}
     assert named == {("F-1", "annualIncomeCents"), ("F-3", "score")}

@@ -38,7 +38,7 @@ from credit.batch.schema import (
     cases_to_frame,
 )
 from credit.canonical import dumps, loads
-from credit.cases import check_case, default_case_limits, iter_documents, json_type
+from credit.cases import CaseLimits, check_case, iter_documents, json_type
 from credit.errors import InputError
 from credit.models import Case
 from credit.policy import Policy
@@ -385,9 +385,8 @@ _FLAT_LIMITS: dict[str, tuple[str, int]] = {
 }
 
 
-def _bounds(policy: Policy | None) -> list[tuple[str, int, int, str]]:
+def _bounds(limits: CaseLimits, policy: Policy | None) -> list[tuple[str, int, int, str]]:
     """``(column, least, most, limit)`` for each bounded column of the flat schema."""
-    limits = default_case_limits()
     out = [
         (
             column,
@@ -404,12 +403,12 @@ def _bounds(policy: Policy | None) -> list[tuple[str, int, int, str]]:
 
 
 def _within_limits(
-    chunk: CaseChunk, source: str, row_label: str, policy: Policy | None
+    chunk: CaseChunk, source: str, row_label: str, limits: CaseLimits, policy: Policy | None
 ) -> CaseChunk:
     """The chunk less its rows with a figure outside the case limits (or, given the
     policy, a score off its scale), each reported naming the row, case and column."""
     frame = chunk.frame
-    bounds = [b for b in _bounds(policy) if b[0] in frame.columns]
+    bounds = [b for b in _bounds(limits, policy) if b[0] in frame.columns]
     if not bounds or frame.height == 0:
         return chunk
     outside = [
@@ -443,11 +442,14 @@ def read_case_chunks(
     *,
     chunk_size: int = DEFAULT_CHUNK,
     policy: Policy | None = None,
+    limits: CaseLimits | None = None,
 ) -> Iterator[CaseChunk]:
-    """The cases of a file, ``chunk_size`` rows at a time. A row with a figure outside
-    the case limits (``case-limits.yaml``, in cents for money) is a bad row naming the
-    column; with ``policy``, so is a score off its scale, and a case document (JSON
-    Lines) dated before it takes effect (docs/case-format.md)."""
+    """The cases of a file, ``chunk_size`` rows at a time. A case document (JSON Lines)
+    is read by the one case reader, within the case limits; with ``policy``, one dated
+    before it takes effect or scored off its scale is a bad row naming the field
+    (docs/case-format.md). Flat rows are bounded too when ``limits`` is given (money in
+    cents; with ``policy``, the score on its scale): the bundled generator's stress rows
+    lie outside them on purpose, to test the columnar underwriter's exactness."""
     path = Path(path)
     if chunk_size < 1:
         raise InputError(f"chunk size must be at least 1, got {chunk_size}")
@@ -460,8 +462,10 @@ def read_case_chunks(
         chunks = _parquet_chunks(path, chunk_size)
     else:
         chunks = _jsonl_chunks(path, chunk_size, policy)
+    if limits is None:
+        return chunks
     row_label = "row" if kind == "parquet" else "line"
-    return (_within_limits(c, str(path), row_label, policy) for c in chunks)
+    return (_within_limits(c, str(path), row_label, limits, policy) for c in chunks)
 
 
 def read_cases(path: Path | str, fmt: str | None = None) -> tuple[pl.DataFrame, list[InputError]]:
