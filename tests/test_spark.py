@@ -159,8 +159,9 @@ def test_credit_spark_decide_command(
 def test_spark_submit_entry_point(
     shared: dict[str, Any], cases: tuple[Path, pl.DataFrame], tmp_path: Path, capsys: Any
 ) -> None:
-    """``spark-submit .../credit/batch/spark.py IN OUT``: Spark's own master, exit 0;
-    a missing input is bad input, exit 2."""
+    """``spark-submit .../credit/batch/spark.py IN OUT``: Spark's own master; exit 2
+    with the generated bad rows named (the rest decided), and a missing input is bad
+    input, exit 2."""
     source, frame = cases
     target = tmp_path / "out.parquet"
     assert spark_runner.main([str(source), str(target)]) == 2  # the bad rows are named
