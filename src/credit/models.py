@@ -80,11 +80,11 @@ def _plain_decimal(value: Any) -> Any:
     raise ValueError(f"expected a decimal number or a decimal string, got {type(value).__name__}")
 
 
-PlainDecimal = Annotated[Decimal, BeforeValidator(_plain_decimal)]
+_PLAIN = BeforeValidator(_plain_decimal)  # after the constraints: they stay in the schema
 StrictInt = Annotated[int, Strict()]
 Count = Annotated[int, Strict(), Field(ge=0)]
-Money = Annotated[PlainDecimal, Field(ge=0, decimal_places=2, allow_inf_nan=False)]
-Percent = Annotated[PlainDecimal, Field(ge=0, allow_inf_nan=False)]
+Money = Annotated[Decimal, Field(ge=0, decimal_places=2, allow_inf_nan=False), _PLAIN]
+Percent = Annotated[Decimal, Field(ge=0, allow_inf_nan=False), _PLAIN]
 DecisionMoney = Annotated[Decimal, Field(ge=0, decimal_places=2, allow_inf_nan=False)]
 NonEmpty = Annotated[str, Field(min_length=1)]
 
@@ -117,12 +117,12 @@ class Application(WireModel):
     """The credit-relevant fields of an application. No prohibited-basis field."""
 
     product: Product
-    annual_income: Annotated[PlainDecimal, Field(gt=0, decimal_places=2, allow_inf_nan=False)]
+    annual_income: Annotated[Decimal, Field(gt=0, decimal_places=2, allow_inf_nan=False), _PLAIN]
     monthly_debt_payments: Money
     requested_amount: Money | None = None
     term_months: Annotated[int, Strict(), Field(gt=0)] | None = None
     vehicle_value: (
-        Annotated[PlainDecimal, Field(gt=0, decimal_places=2, allow_inf_nan=False)] | None
+        Annotated[Decimal, Field(gt=0, decimal_places=2, allow_inf_nan=False), _PLAIN] | None
     ) = None
     requested_line: Money | None = None
 
