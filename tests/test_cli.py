@@ -125,7 +125,7 @@ def test_a_batch_with_bad_lines_exits_2_naming_line_case_and_field_and_decides_t
     assert [r["caseId"] for r in rows] == ["C-1", "C-4", "C-6"]
     err = result.stderr
     assert "3 of 6 case(s) not decided" in err
-    assert f"{mixed_batch}, line 2: not valid JSON" in err
+    assert f"{mixed_batch}, line 2, case C-2: not valid JSON" in err
     assert (
         f"{mixed_batch}, line 3, case C-UNK, field application.downPayment: "
         "unknown field 'application.downPayment' is not part of the case format"

@@ -224,5 +224,5 @@ def test_a_case_without_monitoring_or_moved_fields_leaves_the_vault_empty() -> N
 
 
 def test_a_case_that_is_not_an_object_is_an_input_error() -> None:
-    with pytest.raises(InputError, match="a case must be a JSON object, got list"):
+    with pytest.raises(InputError, match="a case must be a JSON object, got array"):
         intake([], InMemoryStore())  # type: ignore[arg-type]

@@ -140,8 +140,12 @@ def test_credit_spark_decide_command(
     target = tmp_path / "out.parquet"
     args = ["spark", "decide", str(source), str(target), "--master", "local[2]"]
     result = CliRunner().invoke(app, [*args, "--partitions", "2"])
-    assert result.exit_code == 0, result.output
+    # The generated rows include bad ones: each is named, the rest decided (exit 2).
+    bad = int(frame.height - _local(frame, POLICY)["errorKind"].null_count())
+    assert bad and result.exit_code == 2, result.output
     assert "decisions written to" in result.output
+    assert f"{bad:,} row(s) not decided (bad input):" in result.stderr
+    assert f"  {source}, case " in result.stderr
     assert shared["master"] == "local[2]" and shared["session"].stopped
     assert _read(target).equals(_local(frame, POLICY))
     # The output exists now: refused without --overwrite (exit 2, Spark's reason).
@@ -149,17 +153,19 @@ def test_credit_spark_decide_command(
     assert again.exit_code == 2
     assert "already exists" in again.output
     assert "\tat " not in again.output  # no JVM stack trace
-    assert CliRunner().invoke(app, [*args, "--overwrite"]).exit_code == 0
+    assert CliRunner().invoke(app, [*args, "--overwrite"]).exit_code == 2
 
 
 def test_spark_submit_entry_point(
     shared: dict[str, Any], cases: tuple[Path, pl.DataFrame], tmp_path: Path, capsys: Any
 ) -> None:
-    """``spark-submit .../credit/batch/spark.py IN OUT``: Spark's own master, exit 0;
-    a missing input is bad input, exit 2."""
+    """``spark-submit .../credit/batch/spark.py IN OUT``: Spark's own master; exit 2
+    with the generated bad rows named (the rest decided), and a missing input is bad
+    input, exit 2."""
     source, frame = cases
     target = tmp_path / "out.parquet"
-    assert spark_runner.main([str(source), str(target)]) == 0
+    assert spark_runner.main([str(source), str(target)]) == 2  # the bad rows are named
+    assert "row(s) not decided (bad input):" in capsys.readouterr().err
     assert shared["master"] is None
     assert _read(target).equals(_local(frame, POLICY))
     assert spark_runner.main([str(tmp_path / "missing.parquet"), str(tmp_path / "o")]) == 2

@@ -1,18 +1,22 @@
 """The ``credit`` command line: a thin adapter over the core (no domain logic here).
 
-Exit status: 0 success, 1 an eval or check failed, 2 bad input (the message names the
-source, line, case and field; in a batch every other case is still decided).
+Exit status: 0 success, 1 an eval or check failed (or an internal error), 2 bad input
+(the message names the source, line, case and field; in a batch every other case is
+still decided). No command prints a traceback unless ``credit --debug`` is given:
+:func:`main` reports any error it did not expect in one line naming it.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import traceback
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -45,6 +49,27 @@ err = Console(stderr=True, soft_wrap=True)
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
 
+
+class _State:
+    """Global options of the ``credit`` command (set by :func:`_global_options`)."""
+
+    debug = False
+
+
+_STATE = _State()
+
+
+@app.callback()
+def _global_options(
+    debug: Annotated[
+        bool,
+        typer.Option("--debug", help="On an unexpected error, print its traceback too."),
+    ] = False,
+) -> None:
+    """Governed consumer credit decisioning (auto loans and credit cards)."""
+    _STATE.debug = debug
+
+
 PolicyOption = Annotated[
     Path | None,
     typer.Option("--policy", help="Policy YAML file (default: the bundled reference policy)."),
@@ -69,7 +94,22 @@ def _policy(path: Path | None) -> Policy:
         raise typer.Exit(EXIT_BAD_INPUT) from None
 
 
-def _decide_line(entry: CaseLine, policy: Policy) -> Underwriting | InputError:
+class _InternalError:
+    """A case whose decision failed in a way no input should cause (a bug): reported
+    like a bad case, in one line, and the batch goes on."""
+
+    def __init__(self, entry: CaseLine, err: Exception) -> None:
+        case_id = entry.case.case_id if entry.case is not None else None
+        where = ", ".join(
+            p
+            for p in (entry.source, f"line {entry.line}", f"case {case_id}" if case_id else "")
+            if p
+        )
+        self.text = f"{where}: internal error ({type(err).__name__}: {err})"
+        self.trace = "".join(traceback.format_exception(err))
+
+
+def _decide_line(entry: CaseLine, policy: Policy) -> Underwriting | InputError | _InternalError:
     if entry.error is not None:
         return entry.error
     assert entry.case is not None
@@ -77,6 +117,11 @@ def _decide_line(entry: CaseLine, policy: Policy) -> Underwriting | InputError:
         return decide_case(entry.case, policy)
     except InputError as e:
         return e.located(line=entry.line, source=entry.source)
+    except CreditError as e:  # no rule decided it: named, never a fallthrough
+        message = str(getattr(e, "message", e))
+        return InputError(message, case_id=entry.case.case_id, line=entry.line, source=entry.source)
+    except Exception as e:  # one case's failure never stops the batch
+        return _InternalError(entry, e)
 
 
 def _report_failures(failures: list[InputError], total: int) -> None:
@@ -94,23 +139,36 @@ def decide(
     file: Annotated[Path, typer.Argument(help="One case (.json) or a batch (.jsonl).")],
     policy: PolicyOption = None,
 ) -> None:
-    """Decide each case; print JSON Lines in input order: {"caseId", "decision", ...}."""
+    """Decide each case; print JSON Lines in input order: {"caseId", "decision", ...}.
+
+    Each case is read by the one case reader (docs/case-format.md) and checked against
+    the policy (in force on its asOf, the score on its scale) before it is decided; a
+    bad case is named on stderr and every other case is still decided (exit 2)."""
     pol = _policy(policy)
     failures: list[InputError] = []
+    internal: list[_InternalError] = []
     total = 0
     try:
-        for entry in iter_cases(file):
+        for entry in iter_cases(file, policies=pol):
             total += 1
             result = _decide_line(entry, pol)
             if isinstance(result, InputError):
                 failures.append(result)
-                continue
-            sys.stdout.write(dumps(result.to_wire()) + "\n")
+            elif isinstance(result, _InternalError):
+                internal.append(result)
+            else:
+                sys.stdout.write(dumps(result.to_wire()) + "\n")
     except InputError as e:
-        err.print(f"[red]error:[/red] {e}", highlight=False, markup=False)
+        err.print(f"[red]error:[/red] {escape(str(e))}", highlight=False)
         raise typer.Exit(EXIT_BAD_INPUT) from None
     sys.stdout.flush()
     _report_failures(failures, total)
+    for problem in internal:
+        err.print(f"  {problem.text}", highlight=False, markup=False)
+        if _STATE.debug:
+            err.print(problem.trace, highlight=False, markup=False)
+    if internal:
+        raise typer.Exit(EXIT_FAILED)
     if failures:
         raise typer.Exit(EXIT_BAD_INPUT)
 
@@ -265,11 +323,24 @@ import credit.cli_spark  # noqa: E402, F401  (registers `credit spark`)
 
 
 def main() -> None:
+    """The ``credit`` command. Every error ends in one line on stderr naming it (exit 2
+    for bad input, 1 otherwise); ``credit --debug ...`` prints the traceback too."""
     try:
         app()
     except CreditError as e:  # a last line of defence: never a traceback for our errors
-        err.print(f"[red]error:[/red] {e}", highlight=False, markup=False)
+        if _STATE.debug:
+            traceback.print_exc()
+        err.print(f"[red]error:[/red] {escape(str(e))}", highlight=False)
         sys.exit(EXIT_BAD_INPUT if isinstance(e, ValueError) else EXIT_FAILED)
+    except Exception as e:  # nor for any other error, unless --debug
+        if _STATE.debug:
+            traceback.print_exc()
+        hint = "" if _STATE.debug else " (run with credit --debug for the traceback)"
+        err.print(
+            f"[red]error:[/red] {escape(f'internal error ({type(e).__name__}: {e}){hint}')}",
+            highlight=False,
+        )
+        sys.exit(EXIT_FAILED)
 
 
 if __name__ == "__main__":

@@ -149,7 +149,7 @@ def batch_decide(
         kind = detect_format(source, in_format)
         row_label = "row" if kind == "parquet" else "line"
         total = count_rows(source, kind) if source.is_file() else 0
-        chunks = read_case_chunks(source, kind, chunk_size=chunk_size)
+        chunks = read_case_chunks(source, kind, chunk_size=chunk_size, policy=pol)
         read = 0
         started = time.perf_counter()
         with DecisionWriter(out, fmt) as writer, _progress() as progress:

@@ -52,7 +52,14 @@ def spark_decide(
 ) -> None:
     """Decide a Parquet file of cases on Spark; write the decision columns as Parquet."""
     try:
-        from credit.batch.spark import decide_parquet, first_line, is_bad_input, session
+        from credit.batch.spark import (
+            bad_rows,
+            decide_parquet,
+            first_line,
+            is_bad_input,
+            report_bad_rows,
+            session,
+        )
         from credit.policy import default_policy, load_policy
 
         chosen = load_policy(policy) if policy else default_policy()
@@ -63,6 +70,7 @@ def spark_decide(
     try:
         spark.sparkContext.setLogLevel("ERROR")
         decide_parquet(spark, source, target, chosen, partitions=partitions, overwrite=overwrite)
+        count, errors = bad_rows(spark, source, target)
     except Exception as e:
         if not is_bad_input(e):
             raise
@@ -71,6 +79,9 @@ def spark_decide(
     finally:
         spark.stop()
     _out.print(f"decisions written to {target} ({chosen.label}, sha256 {chosen.sha256[:12]}...)")
+    report_bad_rows(count, errors, lambda text: _err.print(text, highlight=False, markup=False))
+    if count:
+        raise typer.Exit(EXIT_BAD_INPUT)
 
 
 app.add_typer(spark_app, name="spark")

@@ -8,11 +8,13 @@ failure becomes an :class:`~credit.errors.InputError` naming the field.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from decimal import Decimal
 from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     Strict,
@@ -51,10 +53,39 @@ Product = Literal["auto", "card"]
 DecisionKind = Literal["approve", "decline", "counteroffer", "refer"]
 ScoreBand = Literal["prime", "near-prime", "subprime", "unscored"]
 
+_PLAIN_DECIMAL = re.compile(r"[0-9]+(\.[0-9]+)?")
+
+
+def _plain_decimal(value: Any) -> Any:
+    """The case format's spelling of money and percentages (docs/case-format.md,
+    "Numbers"): a JSON number (read as an exact Decimal or an int) or a string of ASCII
+    digits with an optional point and decimals. No sign, exponent, underscore, space,
+    thousands separator or non-ASCII digit; no float (a float has lost the digits)."""
+    if isinstance(value, (bool, float)):
+        raise ValueError(f"expected a decimal number or a decimal string, got {value!r}")
+    if isinstance(value, int):
+        return Decimal(value)
+    if isinstance(value, Decimal):
+        if not value.is_finite():
+            raise ValueError(f"expected a finite decimal number, got {value}")
+        return value
+    if isinstance(value, str):
+        if not _PLAIN_DECIMAL.fullmatch(value):
+            shown = value if len(value) <= 40 else value[:37] + "..."
+            raise ValueError(
+                "a decimal string is ASCII digits with an optional point and decimals "
+                f'("84000.00"): no sign, exponent, underscore, space or separator (got {shown!r})'
+            )
+        return Decimal(value)
+    raise ValueError(f"expected a decimal number or a decimal string, got {type(value).__name__}")
+
+
+_PLAIN = BeforeValidator(_plain_decimal)  # after the constraints: they stay in the schema
 StrictInt = Annotated[int, Strict()]
 Count = Annotated[int, Strict(), Field(ge=0)]
-Money = Annotated[Decimal, Field(ge=0, decimal_places=2, allow_inf_nan=False)]
-Percent = Annotated[Decimal, Field(ge=0, allow_inf_nan=False)]
+Money = Annotated[Decimal, Field(ge=0, decimal_places=2, allow_inf_nan=False), _PLAIN]
+Percent = Annotated[Decimal, Field(ge=0, allow_inf_nan=False), _PLAIN]
+DecisionMoney = Annotated[Decimal, Field(ge=0, decimal_places=2, allow_inf_nan=False)]
 NonEmpty = Annotated[str, Field(min_length=1)]
 
 
@@ -86,13 +117,13 @@ class Application(WireModel):
     """The credit-relevant fields of an application. No prohibited-basis field."""
 
     product: Product
-    annual_income: Annotated[Decimal, Field(gt=0, decimal_places=2, allow_inf_nan=False)]
+    annual_income: Annotated[Decimal, Field(gt=0, decimal_places=2, allow_inf_nan=False), _PLAIN]
     monthly_debt_payments: Money
     requested_amount: Money | None = None
     term_months: Annotated[int, Strict(), Field(gt=0)] | None = None
-    vehicle_value: Annotated[Decimal, Field(gt=0, decimal_places=2, allow_inf_nan=False)] | None = (
-        None
-    )
+    vehicle_value: (
+        Annotated[Decimal, Field(gt=0, decimal_places=2, allow_inf_nan=False), _PLAIN] | None
+    ) = None
     requested_line: Money | None = None
 
     @model_validator(mode="after")
@@ -207,8 +238,8 @@ class Case(WireModel):
 
 class Terms(WireModel):
     apr: Annotated[Decimal, Field(ge=0, allow_inf_nan=False)] | None = None
-    credit_line: Money | None = None
-    amount: Money | None = None
+    credit_line: DecisionMoney | None = None
+    amount: DecisionMoney | None = None
     term_months: Annotated[int, Field(gt=0)] | None = None
 
 
@@ -279,7 +310,7 @@ def input_error_from(
     if prefix:
         field = f"{prefix}.{field}" if field else prefix
     message = first["msg"]
-    if isinstance(problem, FieldProblem):
+    if isinstance(problem, ValueError):  # our own validators' words, with the value
         message = str(problem)
     elif first["type"] == "extra_forbidden":
         message = f"unknown field {field!r} is not part of the case format"

@@ -25,7 +25,6 @@ logic of its own: it sequences the core.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -35,7 +34,7 @@ from typing import Any, Final
 import anyio
 
 from credit import kinds
-from credit.canonical import loads
+from credit.cases import iter_documents
 from credit.casework import CaseWork
 from credit.clock import Clock
 from credit.errors import InputError
@@ -81,26 +80,11 @@ class BatchLine:
 
 
 def read_batch(path: Path | str) -> list[BatchLine]:
-    """Read a ``.jsonl`` batch (or one ``.json`` case) as raw documents, exact decimals."""
-    path = Path(path)
-    source = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise InputError(f"cannot read: {err.strerror}", source=source) from None
-    except UnicodeDecodeError:
-        raise InputError("not UTF-8 text", source=source) from None
-    chunks = [(1, text)] if path.suffix.lower() == ".json" else enumerate(text.splitlines(), 1)
-    lines: list[BatchLine] = []
-    for number, chunk in chunks:
-        if not chunk.strip():
-            continue
-        try:
-            lines.append(BatchLine(number, loads(chunk)))
-        except (json.JSONDecodeError, ValueError) as err:
-            error = InputError(f"not valid JSON: {err}", line=number, source=source)
-            lines.append(BatchLine(number, None, error))
-    return lines
+    """Read a ``.jsonl`` batch (or one ``.json`` case) as raw documents, exact decimals,
+    with the one case reader (:func:`credit.cases.iter_documents`): a line it refuses
+    (not UTF-8, not strict JSON, too long or too deep) is a BatchLine with its error,
+    and every other line is still read."""
+    return [BatchLine(d.line, d.raw, d.error) for d in iter_documents(path)]
 
 
 @dataclass(slots=True)
@@ -188,7 +172,7 @@ class Pipeline:
                 summary.failures.append(item.error)
                 continue
             try:
-                result = intake(item.raw, self.store)
+                result = intake(item.raw, self.store, registry=self.registry)
             except InputError as err:
                 summary.failures.append(err.located(line=item.line, source=source))
                 continue

@@ -23,7 +23,6 @@ joined by ``;``, Parquet with decimals as ``decimal128``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,10 +35,13 @@ import pyarrow.parquet as pq
 from credit.batch.schema import (
     CASE_COLUMNS,
     MONITORING_COLUMNS,
-    documents_to_frame,
+    cases_to_frame,
 )
 from credit.canonical import dumps, loads
+from credit.cases import CaseLimits, check_case, iter_documents, json_type
 from credit.errors import InputError
+from credit.models import Case
+from credit.policy import Policy
 
 __all__ = [
     "FORMATS",
@@ -274,35 +276,34 @@ def _parquet_chunks(path: Path, chunk: int) -> Iterator[CaseChunk]:
             yield CaseChunk(_complete(raw), rows, [], raw.height)
 
 
-def _jsonl_chunks(path: Path, chunk: int) -> Iterator[CaseChunk]:
+def _jsonl_chunks(path: Path, chunk: int, policy: Policy | None) -> Iterator[CaseChunk]:
     """JSON Lines of flat rows or of case documents (told apart line by line: a case
-    document has an ``application``)."""
+    document has an ``application``), each line read by the one case reader
+    (:func:`credit.cases.iter_documents`): a line it refuses is reported, and the
+    lines after it are still read."""
     source = str(path)
-    try:
-        handle = path.open("r", encoding="utf-8")
-    except OSError as err:
-        raise InputError(f"cannot read: {err.strerror}", source=source) from None
-    with handle:
-        docs: list[tuple[int, Any]] = []
-        problems: list[InputError] = []
-        read = 0
-        for number, text in enumerate(handle, start=1):
-            if not text.strip():
-                continue
-            read += 1
-            try:
-                docs.append((number, loads(text)))
-            except (json.JSONDecodeError, ValueError) as err:
-                problems.append(InputError(f"not valid JSON: {err}", line=number, source=source))
-            if read == chunk:
-                yield _json_chunk(docs, problems, read, source)
-                docs, problems, read = [], [], 0
-        if read:
-            yield _json_chunk(docs, problems, read, source)
+    docs: list[tuple[int, Any]] = []
+    problems: list[InputError] = []
+    read = 0
+    for entry in iter_documents(path, lines=True):
+        read += 1
+        if entry.error is not None:
+            problems.append(entry.error)
+        else:
+            docs.append((entry.line, entry.raw))
+        if read == chunk:
+            yield _json_chunk(docs, problems, read, source, policy)
+            docs, problems, read = [], [], 0
+    if read:
+        yield _json_chunk(docs, problems, read, source, policy)
 
 
 def _json_chunk(
-    docs: list[tuple[int, Any]], problems: list[InputError], read: int, source: str
+    docs: list[tuple[int, Any]],
+    problems: list[InputError],
+    read: int,
+    source: str,
+    policy: Policy | None,
 ) -> CaseChunk:
     flat: list[tuple[int, dict[str, Any]]] = []
     cases: list[tuple[int, Any]] = []
@@ -314,7 +315,7 @@ def _json_chunk(
         else:
             problems.append(
                 InputError(
-                    f"a row must be a JSON object, got {type(doc).__name__}",
+                    f"a row must be a JSON object, got {json_type(doc)}",
                     line=number,
                     source=source,
                 )
@@ -322,14 +323,15 @@ def _json_chunk(
     parts: list[pl.DataFrame] = []
     lines: list[int] = []
     if cases:
-        frame, errors = documents_to_frame([d for _, d in cases])
-        numbers = [n for n, _ in cases]
-        for err in errors:
-            assert err.line is not None  # the document's position among `cases`
-            problems.append(err.located(line=numbers[err.line - 1], source=source))
-        bad = {numbers[e.line - 1] for e in errors if e.line is not None}
-        parts.append(frame)
-        lines += [n for n in numbers if n not in bad]
+        good: list[Case] = []
+        for number, doc in cases:
+            try:
+                good.append(check_case(doc, policies=policy))
+            except InputError as err:
+                problems.append(err.located(line=number, source=source))
+                continue
+            lines.append(number)
+        parts.append(cases_to_frame(good))
     if flat:
         columns = sorted({k for _, d in flat for k in d}, key=list(_ALL_COLUMNS).index)
         for _, d in flat:
@@ -368,10 +370,86 @@ def _cell(value: Any) -> str | None:
     return str(value)
 
 
+# The flat columns the case limits bound (case-limits.yaml), with the limit's field
+# and the factor from the limit's unit to the column's (USD to cents).
+_FLAT_LIMITS: dict[str, tuple[str, int]] = {
+    "annualIncomeCents": ("application.annualIncome", 100),
+    "monthlyDebtCents": ("application.monthlyDebtPayments", 100),
+    "requestedAmountCents": ("application.requestedAmount", 100),
+    "vehicleValueCents": ("application.vehicleValue", 100),
+    "requestedLineCents": ("application.requestedLine", 100),
+    "termMonths": ("application.termMonths", 1),
+    "tradelines": ("creditReport.tradelines", 1),
+    "historyMonths": ("creditReport.historyMonths", 1),
+    "age": ("monitoring.age", 1),
+}
+
+
+def _bounds(limits: CaseLimits, policy: Policy | None) -> list[tuple[str, int, int, str]]:
+    """``(column, least, most, limit)`` for each bounded column of the flat schema."""
+    out = [
+        (
+            column,
+            int(limits.value(f"{key}.min") * factor),
+            int(limits.value(f"{key}.max") * factor),
+            key,
+        )
+        for column, (key, factor) in _FLAT_LIMITS.items()
+    ]
+    if policy is not None:
+        low, high = policy["scoreScale.min"].value, policy["scoreScale.max"].value
+        out.append(("score", low, high, f"the scale of policy {policy.label} (scoreScale)"))
+    return out
+
+
+def _within_limits(
+    chunk: CaseChunk, source: str, row_label: str, limits: CaseLimits, policy: Policy | None
+) -> CaseChunk:
+    """The chunk less its rows with a figure outside the case limits (or, given the
+    policy, a score off its scale), each reported naming the row, case and column."""
+    frame = chunk.frame
+    bounds = [b for b in _bounds(limits, policy) if b[0] in frame.columns]
+    if not bounds or frame.height == 0:
+        return chunk
+    outside = [
+        ((pl.col(c) < low) | (pl.col(c) > high)).fill_null(False) for c, low, high, _ in bounds
+    ]
+    mask = frame.select(pl.any_horizontal(outside).alias("bad"))["bad"]
+    if not mask.any():
+        return chunk
+    problems = list(chunk.problems)
+    for i in mask.arg_true().to_list():
+        row = frame.row(i, named=True)
+        column, low, high, key = next(
+            b for b in bounds if row[b[0]] is not None and not b[1] <= row[b[0]] <= b[2]
+        )
+        side = f"below the least, {low}" if row[column] < low else f"above the most, {high}"
+        err = InputError(
+            f"{column} {row[column]} is {side}, the case format allows ({key})",
+            case_id=row["caseId"],
+            field=column,
+        )
+        problems.append(_located(err, chunk.lines[i], source, row_label))
+    keep = (~mask).to_list()
+    lines = [n for n, k in zip(chunk.lines, keep, strict=True) if k]
+    problems.sort(key=lambda e: e.line or 0)
+    return CaseChunk(frame.filter(~mask), lines, problems, chunk.rows_read)
+
+
 def read_case_chunks(
-    path: Path | str, fmt: str | None = None, *, chunk_size: int = DEFAULT_CHUNK
+    path: Path | str,
+    fmt: str | None = None,
+    *,
+    chunk_size: int = DEFAULT_CHUNK,
+    policy: Policy | None = None,
+    limits: CaseLimits | None = None,
 ) -> Iterator[CaseChunk]:
-    """The cases of a file, ``chunk_size`` rows at a time."""
+    """The cases of a file, ``chunk_size`` rows at a time. A case document (JSON Lines)
+    is read by the one case reader, within the case limits; with ``policy``, one dated
+    before it takes effect or scored off its scale is a bad row naming the field
+    (docs/case-format.md). Flat rows are bounded too when ``limits`` is given (money in
+    cents; with ``policy``, the score on its scale): the bundled generator's stress rows
+    lie outside them on purpose, to test the columnar underwriter's exactness."""
     path = Path(path)
     if chunk_size < 1:
         raise InputError(f"chunk size must be at least 1, got {chunk_size}")
@@ -379,10 +457,15 @@ def read_case_chunks(
     if not path.is_file():
         raise InputError("no such file", source=str(path))
     if kind == "csv":
-        return _csv_chunks(path, chunk_size)
-    if kind == "parquet":
-        return _parquet_chunks(path, chunk_size)
-    return _jsonl_chunks(path, chunk_size)
+        chunks = _csv_chunks(path, chunk_size)
+    elif kind == "parquet":
+        chunks = _parquet_chunks(path, chunk_size)
+    else:
+        chunks = _jsonl_chunks(path, chunk_size, policy)
+    if limits is None:
+        return chunks
+    row_label = "row" if kind == "parquet" else "line"
+    return (_within_limits(c, str(path), row_label, limits, policy) for c in chunks)
 
 
 def read_cases(path: Path | str, fmt: str | None = None) -> tuple[pl.DataFrame, list[InputError]]:

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from credit.batch.engine import decide_batches, decision_arrow_schema
-from credit.errors import CreditError, MissingExtraError, PolicyError
+from credit.errors import CreditError, InputError, MissingExtraError, PolicyError
 from credit.policy import Policy, default_policy, load_policy
 
 if TYPE_CHECKING:
@@ -43,12 +43,14 @@ if TYPE_CHECKING:
 __all__ = [
     "EXIT_BAD_INPUT",
     "PolicySource",
+    "bad_rows",
     "decide_dataframe",
     "decide_parquet",
     "first_line",
     "is_bad_input",
     "main",
     "partition_decider",
+    "report_bad_rows",
     "session",
     "spark_decision_schema",
 ]
@@ -201,6 +203,39 @@ def decide_parquet(
     decided.write.mode("overwrite" if overwrite else "errorifexists").parquet(str(target))
 
 
+def bad_rows(
+    spark: SparkSession, source: str | Path, target: str | Path, *, shown: int = 20
+) -> tuple[int, list[InputError]]:
+    """The cases the underwriter could not decide (bad input), read back from the
+    decisions written to ``target``: how many, and the first ``shown`` of them (by case
+    id) as errors naming the input file, the case and the field. Every other case was
+    decided: one bad row is one error, never the end of the run."""
+    decided = spark.read.parquet(str(target))
+    bad = decided.filter(decided["errorKind"].isNotNull())
+    count = int(bad.count())
+    rows = bad.select("caseId", "errorField", "error").orderBy("caseId").limit(shown).collect()
+    errors = [
+        InputError(
+            str(row["error"]), case_id=row["caseId"], field=row["errorField"], source=str(source)
+        )
+        for row in rows
+    ]
+    return count, errors
+
+
+def report_bad_rows(
+    count: int, errors: Sequence[InputError], print_line: Callable[[str], None]
+) -> None:
+    """Name the bad rows, one line each (``print_line`` writes a line to stderr)."""
+    if not count:
+        return
+    print_line(f"{count:,} row(s) not decided (bad input):")
+    for err in errors:
+        print_line(f"  {err}")
+    if count > len(errors):
+        print_line(f"  ... and {count - len(errors):,} more (errorKind is set on their rows)")
+
+
 def session(
     master: str | None = None,
     app_name: str = "credit-decide",
@@ -231,7 +266,8 @@ def session(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``spark-submit .../credit/batch/spark.py IN OUT`` (or ``python -m
-    credit.batch.spark``): decide a Parquet file of cases; exit 0, or 2 on bad input."""
+    credit.batch.spark``): decide a Parquet file of cases; exit 0, or 2 on bad input
+    (a bad row is named on stderr and every other row is still decided and written)."""
     parser = argparse.ArgumentParser(
         prog="credit.batch.spark", description="Decide Parquet cases on Apache Spark."
     )
@@ -257,6 +293,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             partitions=args.partitions,
             overwrite=args.overwrite,
         )
+        count, errors = bad_rows(spark, args.source, args.target)
     except Exception as err:
         if not is_bad_input(err):
             raise
@@ -264,7 +301,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     finally:
         spark.stop()
-    return 0
+    report_bad_rows(count, errors, lambda text: print(text, file=sys.stderr))
+    return EXIT_BAD_INPUT if count else 0
 
 
 if __name__ == "__main__":  # spark-submit runs this file as a script

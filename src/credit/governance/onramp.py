@@ -8,8 +8,11 @@ the underwriter's reach and records that it did. In order:
 1. Everything but ``monitoring`` is walked by the fair-lending guard
    (:mod:`credit.governance.guard`): each prohibited-basis or proxy field, at any depth
    and under any spelling the guard knows, is taken out.
-2. What is left, with ``monitoring``, is validated by :func:`~credit.models.parse_case`,
-   so an unknown field that is *not* prohibited is still an error naming the field.
+2. What is left, with ``monitoring``, is validated by :func:`credit.cases.check_case`
+   (the case model, so an unknown field that is *not* prohibited is still an error
+   naming the field; the limits of ``case-limits.yaml``; and, given the policy registry,
+   a policy in force on ``asOf`` and the score on its scale). :func:`screen` is this
+   step and the one before, for a caller that checks a case before taking it in.
 3. The store receives the underwriter-visible document ``{caseId, asOf, application,
    creditReport}`` (``put_case``) and, apart, in the monitoring vault
    (``put_monitoring``, which only the fair-lending review reads): the case's
@@ -39,10 +42,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from credit.canonical import canonical_bytes, dumps, loads, sha256_hex
+from credit.cases import CaseLimits, check_case, json_type
 from credit.errors import InputError, IntakeConflictError
 from credit.governance.guard import FairLendingGuard, Redaction, default_guard
 from credit.journal.base import Store
-from credit.models import Case, MonitoringData, parse_case
+from credit.models import Case, MonitoringData
+from credit.policy import PolicyRegistry
 
 __all__ = [
     "INTAKE_ACCEPTED",
@@ -54,6 +59,7 @@ __all__ = [
     "intake",
     "moved_vault_key",
     "read_vault",
+    "screen",
 ]
 
 INTAKE_ACCEPTED = "intake.accepted"
@@ -131,24 +137,47 @@ def _accepted_digest(store: Store, case_id: str) -> str | None:
     return None
 
 
-def intake(
-    raw: Mapping[str, Any], store: Store, *, guard: FairLendingGuard | None = None
-) -> IntakeResult:
-    """Take one raw case (as read with :func:`credit.canonical.loads`) into the store.
-
-    Raises :class:`~credit.errors.InputError` naming the field when the case is
-    malformed (nothing is stored), and :class:`~credit.errors.IntakeConflictError`
-    when the case id was taken in before with other content.
-    """
+def screen(
+    raw: Any,
+    *,
+    registry: PolicyRegistry | None = None,
+    limits: CaseLimits | None = None,
+    guard: FairLendingGuard | None = None,
+) -> tuple[Case, list[tuple[Redaction, Any]]]:
+    """Steps 1 and 2 of intake, storing nothing: the validated case and the fields the
+    guard took out of the underwriter's reach (with their values). A malformed case is
+    an :class:`~credit.errors.InputError` naming the case and the field; with
+    ``registry``, so is a case date no policy covers (field ``asOf``) and a score off
+    the policy's scale (``creditReport.score``)."""
     if not isinstance(raw, Mapping):
-        raise InputError(f"a case must be a JSON object, got {type(raw).__name__}")
+        raise InputError(f"a case must be a JSON object, got {json_type(raw)}")
     guard = guard or default_guard()
     reachable = {k: v for k, v in raw.items() if k != "monitoring"}
     cleaned, extracted = guard.extract(reachable)
     candidate = dict(cleaned)
     if "monitoring" in raw:
         candidate["monitoring"] = raw["monitoring"]
-    case = parse_case(candidate)
+    return check_case(candidate, limits=limits, policies=registry), extracted
+
+
+def intake(
+    raw: Mapping[str, Any],
+    store: Store,
+    *,
+    guard: FairLendingGuard | None = None,
+    registry: PolicyRegistry | None = None,
+    limits: CaseLimits | None = None,
+) -> IntakeResult:
+    """Take one raw case (as read with :func:`credit.cases.read_document`) into the
+    store.
+
+    Raises :class:`~credit.errors.InputError` naming the field when the case is
+    malformed or, given ``registry``, dated when no policy is in force or scored off
+    the policy's scale (nothing is stored), and
+    :class:`~credit.errors.IntakeConflictError` when the case id was taken in before
+    with other content.
+    """
+    case, extracted = screen(raw, registry=registry, limits=limits, guard=guard)
     case_id = case.case_id
     document = case_document(case)
     digest = sha256_hex(canonical_bytes(document))

@@ -35,8 +35,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from credit import __version__
-from credit.canonical import loads
+from credit.cases import read_document
 from credit.errors import InputError
+from credit.governance.onramp import screen
 from credit.journal.sql import SqlStore
 from credit.lifecycle import ItemKind
 from credit.models import Case
@@ -254,14 +255,18 @@ def _who(*roles: Role) -> Any:
 
 
 async def _raw_case(request: Request) -> Any:
+    """The body, read by the one case reader and screened as intake will take it in
+    (the case format, its limits, the policy in force on ``asOf`` and its score
+    scale): a malformed or out-of-range body is a 422 naming the field."""
     body = await request.body()
     if not body.strip():
         raise InputError("the body is empty: send the case as a JSON object", field="body")
     try:
-        return loads(body)
-    except (ValueError, RecursionError) as err:
-        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise InputError(f"the body is not valid JSON ({reason})", field="body") from None
+        raw = read_document(body)
+    except InputError as err:
+        raise InputError(err.message, case_id=err.case_id, field=err.field or "body") from None
+    screen(raw, registry=request.app.state.service.registry)
+    return raw
 
 
 # ---------------------------------------------------------------------- routes

@@ -218,7 +218,7 @@ class CaseService:
         """Onramp intake; InputError (naming the field) for a bad case."""
         if not isinstance(raw, Mapping):
             raise InputError(f"a case must be a JSON object, got {_json_type(raw)}")
-        result = intake(raw, self.store)
+        result = intake(raw, self.store, registry=self.registry)
         return {
             "caseId": result.case_id,
             "takenIn": result.taken_in,
