@@ -80,6 +80,7 @@ from credit.underwriters import (
     TurnResult,
 )
 from credit.underwriters.claude import ALLOWED_TOOLS, ClaudeUnderwriter
+from credit.underwriters.prompt import methodology_prompt
 from credit.underwriting import decide_case
 
 T = TypeVar("T")
@@ -183,14 +184,16 @@ def wire(case: Case) -> dict[str, Any]:
 # ------------------------------------------------------------------ what the model is sent
 
 
+@pytest.mark.parametrize(
+    "methodology", [SPARK_METHODOLOGY, methodology_prompt(POLICY)], ids=["spark", "generated"]
+)
 def test_each_request_carries_exactly_the_four_tools_and_the_methodology_verbatim(
-    tmp_path: Path,
+    tmp_path: Path, methodology: str
 ) -> None:
     store = taken_in(auto_case(case_id="C-REQ"))
+    runtime = SparkRuntime(store, registry=REGISTRY, methodology=methodology)
     with MessagesStandIn(Underwrites()) as api:
-        result = SparkRuntime(store, registry=REGISTRY).run_turn(
-            "C-REQ", underwriter(api, tmp_path)
-        )
+        result = runtime.run_turn("C-REQ", underwriter(api, tmp_path))
 
     assert result.decision_entry is not None
     requests = api.requests
@@ -199,7 +202,7 @@ def test_each_request_carries_exactly_the_four_tools_and_the_methodology_verbati
         assert request.endpoint == "/v1/messages"
         assert request.stream
         assert request.tool_names == ALLOWED_TOOLS
-        assert request.system_texts[-1] == SPARK_METHODOLOGY
+        assert request.system_texts[-1] == methodology
     first = requests[0].messages[0]
     assert first["role"] == "user" and "C-REQ" in str(first["content"])
     assert [c.name for c in requests[-1].tool_calls()] == list(ALLOWED_TOOLS)
