@@ -45,6 +45,7 @@ from credit.errors import (
 )
 from credit.evals import boundary_points, grade_boundary, grade_fairness
 from credit.evals.boundary import Unbuildable
+from credit.evals.runner import run_all, run_thin_file
 from credit.governance.governor import GUARD_REDACTED, Governor
 from credit.governance.onramp import intake
 from credit.governance.refusal import (
@@ -68,6 +69,7 @@ from credit.underwriters.claude import (
     BUILTIN_TOOLS,
     SANDBOX_ENV,
     ClaudeUnderwriter,
+    evals_underwriter,
     mcp_tool_name,
 )
 from credit.underwriting import underwrite
@@ -517,3 +519,50 @@ def test_the_options_keep_the_sandbox_env_and_flags_whatever_env_the_caller_pass
         "prompt", replace(options, cli_path="/x/claude")
     )._build_command()
     assert "--no-session-persistence" in command
+
+
+# ------------------------------------------------------------------ the evals, governed
+
+
+def test_the_governed_path_as_an_evals_underwriter_passes_every_eval_with_the_rules() -> None:
+    report = run_all(POLICY, evals_underwriter(RulesUnderwriter(REGISTRY)))
+    assert report.results and all(r.passed for r in report.results), [
+        r for r in report.results if not r.passed
+    ]
+
+
+def test_a_turn_that_records_nothing_fails_its_eval_row_with_the_reason() -> None:
+    async def says_only(model: ModelTools) -> str:
+        return dumps(await read_and_decide(model))
+
+    decide = evals_underwriter(ClaudeUnderwriter(query=ScriptedModel(says_only)))
+    rows = run_thin_file(POLICY, decide)
+    assert rows and not any(r.passed for r in rows)
+    assert all("NoDecisionError" in r.detail for r in rows)
+    cited = evals_underwriter(ClaudeUnderwriter(query=ScriptedModel(citing("age"))))
+    (point, *_) = [p for p in boundary_points(POLICY) if not isinstance(p, Unbuildable)]
+    with pytest.raises(UnderwriterError, match="recorded no decision"):
+        cited(point.case, POLICY)
+
+
+def test_credit_run_passes_its_model_to_the_claude_underwriter_and_refuses_it_for_rules(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    from typer.testing import CliRunner
+
+    from credit.cli import app
+
+    made: list[str | None] = []
+
+    class Recorder(ClaudeUnderwriter):
+        def __init__(self, **options: Any) -> None:
+            made.append(options.get("model"))
+            super().__init__(query=ScriptedModel(faithful), **options)
+
+    monkeypatch.setattr("credit.underwriters.claude.ClaudeUnderwriter", Recorder)
+    batch = tmp_path / "one.jsonl"
+    batch.write_text(dumps(card_case(case_id="C-CLI")) + "\n")
+    ran = CliRunner().invoke(app, ["run", str(batch), "--underwriter", "claude", "--model", "m-1"])
+    assert made == ["m-1"] and ran.exit_code == 0, ran.output
+    refused = CliRunner().invoke(app, ["run", str(batch), "--model", "m-1"])
+    assert refused.exit_code == 2 and "--model is for --underwriter claude" in refused.output

@@ -48,6 +48,8 @@ from credit.errors import (
     UnderwriterTimeoutError,
     UnknownToolError,
 )
+from credit.evals.runner import run_fairness, run_thin_file
+from credit.fairness_terms import default_prohibited_terms
 from credit.governance.governor import GUARD_REDACTED, Governor
 from credit.governance.keystone import Keystone
 from credit.governance.onramp import intake
@@ -79,7 +81,7 @@ from credit.underwriters import (
     TurnContext,
     TurnResult,
 )
-from credit.underwriters.claude import ALLOWED_TOOLS, ClaudeUnderwriter
+from credit.underwriters.claude import ALLOWED_TOOLS, ClaudeUnderwriter, evals_underwriter
 from credit.underwriters.prompt import methodology_prompt
 from credit.underwriting import decide_case
 
@@ -177,7 +179,7 @@ def cited(decision: Decision) -> Decision:
 
 
 def wire(case: Case) -> dict[str, Any]:
-    document: dict[str, Any] = case.model_dump(mode="json", by_alias=True, exclude_none=True)
+    document: dict[str, Any] = case.model_dump(mode="json", by_alias=True)
     return document
 
 
@@ -331,6 +333,19 @@ def test_a_faithful_model_records_through_the_cli_and_the_gate_treats_it_as_the_
     # The CLI's token count is the stand-in's, summed over the five model turns.
     used = api.usage()
     assert (session.input_tokens, session.output_tokens) == (used.input_tokens, used.output_tokens)
+
+
+def test_the_thin_file_and_fairness_evals_pass_through_the_real_cli(tmp_path: Path) -> None:
+    """29 turns: every thin-file case referred, no decision citing a prohibited basis,
+    and the negative controls still biting, as for the rules underwriter."""
+    terms = default_prohibited_terms()
+    with MessagesStandIn(Underwrites()) as api:
+        decide = evals_underwriter(underwriter(api, tmp_path))
+        rows = run_thin_file(POLICY, decide) + run_fairness(POLICY, decide, terms)
+    failed = [r for r in rows if not r.passed]
+    assert rows and not failed, failed
+    sessions = {r.messages[0]["content"] for r in api.requests if r.messages}
+    assert len(sessions) == 12 + 17  # one session per case
 
 
 # ------------------------------------------------------------------ the second layer

@@ -13,15 +13,28 @@ tools. This adapter builds exactly that:
   ``disallowed_tools``, ``setting_sources=[]`` (no user, project or local settings,
   no CLAUDE.md), ``strict_mcp_config=True`` (no other MCP server),
   ``permission_mode="bypassPermissions"``, the Spark methodology as the system prompt;
+- the CLI's environment and flags that keep the session to those four tools and the
+  model's endpoint (:data:`SANDBOX_ENV`: tool search off, so no deferred-tool
+  placeholder joins the four; no telemetry, error reports, update checks or other
+  nonessential traffic; :data:`SANDBOX_FLAGS`: the session is not written to disk), and
+  a new empty working folder per turn unless ``cwd`` is given;
 - a ``PostToolUse`` hook as a second redaction layer: it re-runs the fair-lending guard
   on every tool response before the model reads it (a field the first layer missed is
   removed and journaled with ``layer: "hook"``).
 
+A turn runs the SDK's own loop (:class:`claude_agent_sdk.ClaudeSDKClient`), which
+starts the CLI the SDK bundles; the CLI calls the Messages API at
+``ANTHROPIC_BASE_URL`` (``env``). A session that gives no usable outcome raises a
+:class:`~credit.errors.ModelTurnError` that says what happened (an API error, a
+failed session, an unknown tool, a timeout, no decision recorded); a decision the
+governor refuses is the runtime's typed refusal instead. The tests drive this path
+end to end against a scripted stand-in of the Messages API on loopback
+(:mod:`credit.testing.standin`).
+
 The SDK is an optional extra (``pip install 'credit[llm]'``) and is imported only when
 the adapter is used; without it, using the adapter raises
-:class:`~credit.errors.MissingExtraError`. ``query`` may be injected: the tests drive
-the same tools with a scripted model in place of the SDK's query loop (there is no
-network here), and everything else (options, server, hook) is the real SDK's.
+:class:`~credit.errors.MissingExtraError`. ``query`` may be injected: a test may then
+drive the same tools with a scripted stand-in for the SDK's loop (no CLI at all).
 """
 
 from __future__ import annotations
@@ -45,12 +58,17 @@ from credit.errors import (
     ModelTurnError,
     NoDecisionError,
     SafetyBoundaryError,
+    UnderwriterError,
     UnderwriterTimeoutError,
     UnknownToolError,
 )
 from credit.governance.governor import Governor
+from credit.governance.onramp import intake
+from credit.journal import InMemoryStore
+from credit.models import Case, Decision, parse_decision
+from credit.policy import Policy, PolicyRegistry
 from credit.tools.governed import READ_TOOLS, TOOL_DESCRIPTIONS, TOOL_NAMES, CaseTools
-from credit.underwriters.runtime import TurnContext
+from credit.underwriters.runtime import SPARK_METHODOLOGY, SparkRuntime, TurnContext, Underwriter
 
 if TYPE_CHECKING:
     from claude_agent_sdk import (
@@ -72,6 +90,7 @@ __all__ = [
     "ClaudeUnderwriter",
     "ModelSession",
     "QueryFn",
+    "evals_underwriter",
     "mcp_tool_name",
 ]
 
@@ -539,3 +558,34 @@ class _Session:
             api_seconds=(getattr(result, "duration_api_ms", 0) or 0) / 1000,
             is_error=bool(getattr(result, "is_error", False)) if result else True,
         )
+
+
+# ------------------------------------------------------------------ for the evals
+
+
+def evals_underwriter(
+    underwriter: Underwriter, *, methodology: str | None = None
+) -> Callable[[Case, Policy], Decision]:
+    """A runtime underwriter as the evals take one (``credit.evals.runner``: a callable
+    from a case and a policy to a Decision), on the governed path: each case is taken
+    in by Onramp into a fresh in-memory journal and one Spark turn runs under that
+    policy; the decision it recorded is returned. A refused turn, or one that
+    recorded nothing, raises :class:`~credit.errors.UnderwriterError` (the evals count
+    the row failed); a failed model session raises its own error."""
+
+    def decide(case: Case, policy: Policy) -> Decision:
+        store = InMemoryStore()
+        intake(case.model_dump(mode="json", by_alias=True), store)
+        runtime = SparkRuntime(
+            store, registry=PolicyRegistry([policy]), methodology=methodology or SPARK_METHODOLOGY
+        )
+        result = runtime.run_turn(case.case_id, underwriter)
+        if result.refused or result.decision_entry is None:
+            raise UnderwriterError(
+                f"the turn recorded no decision: {result.surface}",
+                case_id=case.case_id,
+                underwriter=underwriter.name,
+            )
+        return parse_decision(result.decision_entry.payload["decision"], case_id=case.case_id)
+
+    return decide
