@@ -200,8 +200,9 @@ def test_each_request_carries_exactly_the_four_tools_and_the_methodology_verbati
     assert result.decision_entry is not None
     requests = api.requests
     assert len(requests) == 5  # three reads, the record, the final answer
+    assert [e.request.endpoint for e in api.exchanges] == ["/v1/messages"] * 5  # nothing else
     for request in requests:
-        assert request.endpoint == "/v1/messages"
+        assert request.path == "/v1/messages?beta=true"
         assert request.stream
         assert request.tool_names == ALLOWED_TOOLS
         assert request.system_texts[-1] == methodology
@@ -549,6 +550,26 @@ def test_as_root_without_is_sandbox_the_cli_refuses_and_says_why(tmp_path: Path)
     assert err.reason == "session_error" and err.exit_code not in (None, 0)
     assert err.stderr is not None and "root" in err.stderr
     assert api.requests == []
+
+
+def real_root() -> bool:
+    """Root of the machine, not of a user namespace (where no other user is mapped)."""
+    uid_map = Path("/proc/self/uid_map").read_text().split()
+    return os.geteuid() == 0 and uid_map[:3] == ["0", "0", "4294967295"]
+
+
+@pytest.mark.skipif(not real_root(), reason="needs root to run the CLI as another user")
+def test_as_root_the_cli_run_as_an_unprivileged_user_needs_no_is_sandbox(tmp_path: Path) -> None:
+    config = tmp_path / "claude-config"
+    config.mkdir()
+    config.chmod(0o777)  # the CLI's user writes its configuration there
+    store = taken_in(card_case(case_id="C-USER"))
+    with MessagesStandIn(Underwrites()) as api:
+        env = {**api.env(str(config)), "HOME": str(config)}
+        claude = ClaudeUnderwriter(env=env, user="nobody")
+        result = SparkRuntime(store, registry=REGISTRY).run_turn("C-USER", claude)
+    assert "IS_SANDBOX" not in env
+    assert result.decision_entry is not None and not result.refused
 
 
 # ------------------------------------------------------------------ what a turn costs

@@ -373,6 +373,8 @@ class ClaudeUnderwriter:
             options = self.build_options(tools, context)
             if options.cwd is None:  # an empty folder: nothing there to read or disclose
                 options.cwd = stack.enter_context(tempfile.TemporaryDirectory(prefix="spark-"))
+                if self.user is not None:  # the CLI's user must be able to enter it
+                    Path(options.cwd).chmod(0o755)
             options.stderr = session.stderr_line
             started = time.monotonic()
             try:
