@@ -51,8 +51,8 @@ browser: | $(CHROMIUM)
 # loop and the CLI it bundles, against the scripted stand-in of the Messages API on
 # loopback, in a network namespace of its own where only `lo` is up (unshare -n as
 # root, else with a user namespace: unshare -rn), so the CLI can reach nothing else.
-# PostgreSQL is not reachable in there: only these tests run in it (34 tests, about
-# 60 real CLI turns: ~2 min on an idle 2-core machine). `ip` (iproute2) brings lo up.
+# PostgreSQL is not reachable in there: only these tests run in it (32 tests, about
+# 62 real CLI sessions: 2m15s on the shared 2-core machine). `ip` (iproute2) brings lo up.
 IP := /usr/sbin/ip
 UNSHARE := unshare $(if $(filter 0,$(shell id -u)),-n,-rn)
 
