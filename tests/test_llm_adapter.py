@@ -9,6 +9,7 @@ import datetime as dt
 import re
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -19,8 +20,12 @@ pytest.importorskip("claude_agent_sdk")
 from claude_agent_sdk import (
     AssistantMessage,
     ClaudeAgentOptions,
+    ProcessError,
     ResultMessage,
     TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    UserMessage,
 )
 from claude_agent_sdk._internal.transport.subprocess_cli import (
     SubprocessCLITransport,
@@ -29,9 +34,18 @@ from mcp import Client
 
 from conftest import auto_case, card_case
 from credit.canonical import dumps, loads
-from credit.errors import MissingExtraError, UnderwriterError
+from credit.errors import (
+    MissingExtraError,
+    ModelApiError,
+    ModelSessionError,
+    NoDecisionError,
+    UnderwriterError,
+    UnderwriterTimeoutError,
+    UnknownToolError,
+)
 from credit.evals import boundary_points, grade_boundary, grade_fairness
 from credit.evals.boundary import Unbuildable
+from credit.evals.runner import run_all, run_thin_file
 from credit.governance.governor import GUARD_REDACTED, Governor
 from credit.governance.onramp import intake
 from credit.governance.refusal import (
@@ -53,7 +67,9 @@ from credit.underwriters import (
 from credit.underwriters.claude import (
     ALLOWED_TOOLS,
     BUILTIN_TOOLS,
+    SANDBOX_ENV,
     ClaudeUnderwriter,
+    evals_underwriter,
     mcp_tool_name,
 )
 from credit.underwriting import underwrite
@@ -376,8 +392,8 @@ def test_a_session_that_ends_in_error_is_an_underwriter_error_and_is_journaled()
     assert result.error.case_id == "C-ERR2" and result.error.underwriter == "claude"
     (turn,) = store.entries("C-ERR2", kinds=[UNDERWRITER_TURN])
     assert "error_during_execution" in turn.payload["error"]
-    (failed,) = store.entries("C-ERR2", kinds=["turn.failed"])
-    assert failed.payload["errorType"] == "UnderwriterError"
+    (failure,) = store.entries("C-ERR2", kinds=["turn.failed"])
+    assert failure.payload["errorType"] == type(result.error).__name__
 
 
 async def say_nothing(model: ModelTools) -> str:
@@ -394,3 +410,179 @@ def test_without_the_llm_extra_the_adapter_says_which_extra_to_install(
     assert caught.value.extra == "llm"
     assert caught.value.package == "claude-agent-sdk"
     assert "pip install 'credit[llm]'" in str(caught.value)
+
+
+# ------------------------------------------------------------------ typed outcomes
+
+
+def messages_query(*messages: Any, hang: bool = False, raises: BaseException | None = None) -> Any:
+    """A query that yields these SDK messages (then hangs, or raises)."""
+
+    async def query(*, prompt: str, options: ClaudeAgentOptions) -> AsyncIterator[Any]:
+        for message in messages:
+            yield message
+        if raises is not None:
+            raise raises
+        if hang:
+            await anyio.sleep(60)
+
+    return query
+
+
+def result_message(**fields: Any) -> ResultMessage:
+    base: dict[str, Any] = {
+        "subtype": "success",
+        "duration_ms": 5,
+        "duration_api_ms": 3,
+        "is_error": False,
+        "num_turns": 1,
+        "session_id": "s-1",
+        "result": "done",
+    }
+    return ResultMessage(**{**base, **fields})
+
+
+def failed(case_id: str, query: Any, **options: Any) -> Any:
+    """A turn that ends in a typed error: journaled once as a failed turn (with the
+    error's record) for a person, never raised to the caller."""
+    store, _, _ = setup_case(auto_case(case_id=case_id))
+    underwriter = ClaudeUnderwriter(query=query, **options)
+    result = SparkRuntime(store, registry=REGISTRY).run_turn(case_id, underwriter)
+    error = result.error
+    assert isinstance(error, UnderwriterError), result
+    (turn,) = store.entries(case_id, kinds=[UNDERWRITER_TURN])
+    assert turn.payload["error"].startswith(type(error).__name__ + ": ")
+    assert dumps(error.record())  # JSON-safe as it stands
+    (failure,) = store.entries(case_id, kinds=["turn.failed"])
+    assert failure.payload["errorType"] == type(error).__name__
+    assert loads(dumps(failure.payload["detail"])) == loads(dumps(error.record()))
+    return error, underwriter
+
+
+def test_an_api_error_result_is_a_model_api_error_with_status_and_kind() -> None:
+    query = messages_query(
+        AssistantMessage(
+            content=[TextBlock(text="API Error: 529 busy")], model="x", error="server_error"
+        ),
+        result_message(is_error=True, result="API Error: 529 busy", api_error_status=529),
+    )
+    err, underwriter = failed("C-E529", query)
+    assert isinstance(err, ModelApiError)
+    assert (err.status, err.kind, err.api_message) == (529, "server_error", "API Error: 529 busy")
+    assert err.record()["reason"] == "api_error" and err.record()["status"] == 529
+    assert underwriter.last_session is not None and underwriter.last_session.is_error
+
+
+def test_a_session_stopped_at_max_turns_is_a_model_session_error_naming_the_subtype() -> None:
+    query = messages_query(result_message(subtype="error_max_turns", is_error=True, result=None))
+    err, _ = failed("C-MAX", query)
+    assert isinstance(err, ModelSessionError) and err.subtype == "error_max_turns"
+    assert err.exit_code is None and err.reason == "session_error"
+
+
+def test_a_session_with_no_result_and_a_cli_that_fails_are_model_session_errors() -> None:
+    err, _ = failed("C-NORES", messages_query())
+    assert isinstance(err, ModelSessionError) and "without a result" in err.message
+    crash = ProcessError("the CLI exited", exit_code=3, stderr="boom")
+    err, _ = failed("C-CRASH", messages_query(raises=crash))
+    assert isinstance(err, ModelSessionError) and err.exit_code == 3
+
+
+def test_a_call_to_a_tool_outside_the_four_stops_the_session_at_that_call() -> None:
+    after: list[str] = []
+
+    async def query(*, prompt: str, options: ClaudeAgentOptions) -> AsyncIterator[Any]:
+        yield AssistantMessage(content=[ToolUseBlock(id="t", name="WebFetch", input={})], model="x")
+        after.append("the session went on")
+        yield result_message()
+
+    err, _ = failed("C-WEB", query)
+    assert isinstance(err, UnknownToolError) and err.tool == "WebFetch"
+    assert err.tool_calls == ("WebFetch",) and after == []
+
+
+def test_a_turn_past_its_time_limit_is_an_underwriter_timeout_error() -> None:
+    err, underwriter = failed("C-SLOW", messages_query(hang=True), timeout_s=0.2)
+    assert isinstance(err, UnderwriterTimeoutError) and isinstance(err, TimeoutError)
+    assert err.timeout_s == 0.2 and err.record()["timeoutS"] == 0.2
+    assert underwriter.last_session is not None and underwriter.last_session.seconds >= 0.2
+
+
+def test_a_session_that_ends_well_with_nothing_recorded_is_a_no_decision_error() -> None:
+    async def says_only(model: ModelTools) -> str:
+        wire = await read_and_decide(model)
+        return dumps(wire)
+
+    err, _ = failed("C-SAYS", ScriptedModel(says_only))
+    assert isinstance(err, NoDecisionError) and not err.decision_recorded
+    assert loads(err.final)["product"] == "auto"
+
+
+def test_a_malformed_decision_never_corrected_is_a_no_decision_error_with_the_tool_error() -> None:
+    tool_error = UserMessage(
+        content=[ToolResultBlock(tool_use_id="t", content="field decision.dtiPct", is_error=True)]
+    )
+    err, _ = failed("C-BAD", messages_query(tool_error, result_message()))
+    assert isinstance(err, NoDecisionError)
+    assert err.tool_errors == ("field decision.dtiPct",)
+
+
+def test_the_options_keep_the_sandbox_env_and_flags_whatever_env_the_caller_passes() -> None:
+    _, tools, context = setup_case(auto_case(case_id="C-ENV"))
+    caller = {"ANTHROPIC_BASE_URL": "https://llm.lender.example", "ENABLE_TOOL_SEARCH": "true"}
+    options = ClaudeUnderwriter(env=caller, user="spark").build_options(tools, context)
+    assert options.env == {**caller, **SANDBOX_ENV}
+    assert options.env["ENABLE_TOOL_SEARCH"] == "false"
+    assert options.extra_args == {"no-session-persistence": None}
+    assert options.user == "spark"
+    command = SubprocessCLITransport(
+        "prompt", replace(options, cli_path="/x/claude")
+    )._build_command()
+    assert "--no-session-persistence" in command
+
+
+# ------------------------------------------------------------------ the evals, governed
+
+
+def test_the_governed_path_as_an_evals_underwriter_passes_every_eval_with_the_rules() -> None:
+    report = run_all(POLICY, evals_underwriter(RulesUnderwriter(REGISTRY)))
+    assert report.results and all(r.passed for r in report.results), [
+        r for r in report.results if not r.passed
+    ]
+
+
+def test_a_turn_that_records_nothing_fails_its_eval_row_with_the_reason() -> None:
+    async def says_only(model: ModelTools) -> str:
+        return dumps(await read_and_decide(model))
+
+    decide = evals_underwriter(ClaudeUnderwriter(query=ScriptedModel(says_only)))
+    rows = run_thin_file(POLICY, decide)
+    assert rows and not any(r.passed for r in rows)
+    assert all("NoDecisionError" in r.detail for r in rows)
+    cited = evals_underwriter(ClaudeUnderwriter(query=ScriptedModel(citing("age"))))
+    (point, *_) = [p for p in boundary_points(POLICY) if not isinstance(p, Unbuildable)]
+    with pytest.raises(UnderwriterError, match="recorded no decision"):
+        cited(point.case, POLICY)
+
+
+def test_credit_run_passes_its_model_to_the_claude_underwriter_and_refuses_it_for_rules(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    from typer.testing import CliRunner
+
+    from credit.cli import app
+
+    made: list[str | None] = []
+
+    class Recorder(ClaudeUnderwriter):
+        def __init__(self, **options: Any) -> None:
+            made.append(options.get("model"))
+            super().__init__(query=ScriptedModel(faithful), **options)
+
+    monkeypatch.setattr("credit.underwriters.claude.ClaudeUnderwriter", Recorder)
+    batch = tmp_path / "one.jsonl"
+    batch.write_text(dumps(card_case(case_id="C-CLI")) + "\n")
+    ran = CliRunner().invoke(app, ["run", str(batch), "--underwriter", "claude", "--model", "m-1"])
+    assert made == ["m-1"] and ran.exit_code == 0, ran.output
+    refused = CliRunner().invoke(app, ["run", str(batch), "--model", "m-1"])
+    assert refused.exit_code == 2 and "--model is for --underwriter claude" in refused.output

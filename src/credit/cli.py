@@ -230,6 +230,14 @@ def run(
         str,
         typer.Option("--underwriter", help="rules (default) or claude (needs the llm extra)."),
     ] = "rules",
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            help="The model the claude underwriter asks its endpoint for "
+            "($ANTHROPIC_BASE_URL; default: the CLI's own).",
+        ),
+    ] = None,
 ) -> None:
     """The main job, governed: intake, the underwriter through the tools, the Keystone
     hold and both reviews, release, then notice, verify and send; every step journaled.
@@ -245,9 +253,12 @@ def run(
     if underwriter == "claude":
         from credit.underwriters.claude import ClaudeUnderwriter
 
-        chosen = ClaudeUnderwriter()
+        chosen = ClaudeUnderwriter(model=model)
     elif underwriter != "rules":
         err.print(f"[red]error:[/red] --underwriter: unknown underwriter {underwriter!r}")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    elif model is not None:
+        err.print("[red]error:[/red] --model is for --underwriter claude")
         raise typer.Exit(EXIT_BAD_INPUT)
     path = file or default_cases_path()
     try:

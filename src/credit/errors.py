@@ -17,7 +17,19 @@ like, so callers that only know Python's builtins still catch it sensibly::
     ├── SafetyBoundaryError (RuntimeError) a governance seam stopped a call: boundary, case,
     │                                      tool
     ├── UnderwriterError (RuntimeError)    an underwriter turn could not run: case,
-    │                                      underwriter
+    │   │                                  underwriter
+    │   └── ModelTurnError                 a model's session gave no usable outcome: reason,
+    │       │                              session, the tools it called, whether a decision
+    │       │                              was recorded
+    │       ├── ModelApiError              the model's API answered an error: status, kind
+    │       ├── ModelSessionError          the model's session failed or was stopped (the
+    │       │                              CLI exited, max turns, budget): subtype, exit code
+    │       ├── NoDecisionError            the session ended with no decision recorded: the
+    │       │                              model's last answer, the tool errors it was sent
+    │       ├── UnknownToolError           the model called a tool that is not one of the
+    │       │                              four: tool
+    │       └── UnderwriterTimeoutError    the turn ran past its time limit (also a
+    │                                      TimeoutError): seconds
     ├── GovernanceError (RuntimeError)     a review (Keystone, Equipoise, Backstop) could
     │   │                                  not run on a case: case, reviewer
     │   └── CaseStateError                 a person's action on a case that is not in a state
@@ -45,6 +57,9 @@ like, so callers that only know Python's builtins still catch it sensibly::
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any, ClassVar
+
 __all__ = [
     "AccessError",
     "AlreadyDecidedError",
@@ -55,7 +70,11 @@ __all__ = [
     "InputError",
     "IntakeConflictError",
     "MissingExtraError",
+    "ModelApiError",
+    "ModelSessionError",
+    "ModelTurnError",
     "MutationHarnessError",
+    "NoDecisionError",
     "NoNoticeError",
     "NotInPolicyError",
     "NoticeError",
@@ -68,6 +87,8 @@ __all__ = [
     "StaleNoticeError",
     "UndecidedCaseError",
     "UnderwriterError",
+    "UnderwriterTimeoutError",
+    "UnknownToolError",
     "UnverifiedNoticeError",
 ]
 
@@ -274,6 +295,159 @@ class UnderwriterError(CreditError, RuntimeError):
             if p
         )
         super().__init__(f"{where}: {message}" if where else message)
+
+
+class ModelTurnError(UnderwriterError):
+    """A model underwriter's session gave no usable outcome. ``reason`` is a stable code
+    naming what happened (one per subclass); ``session_id`` is the model session's id,
+    ``tool_calls`` the tools the model asked for, in order, and ``decision_recorded``
+    whether a (held) decision was recorded before the turn failed. :meth:`record` is
+    the error as a journal payload."""
+
+    reason: ClassVar[str] = "model_turn_failed"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        case_id: str | None = None,
+        underwriter: str | None = None,
+        session_id: str | None = None,
+        tool_calls: Iterable[str] = (),
+        decision_recorded: bool = False,
+    ) -> None:
+        self.session_id = session_id
+        self.tool_calls = tuple(tool_calls)
+        self.decision_recorded = decision_recorded
+        super().__init__(message, case_id=case_id, underwriter=underwriter)
+
+    def detail(self) -> dict[str, Any]:
+        """The fields particular to this reason, JSON-safe."""
+        return {}
+
+    def record(self) -> dict[str, Any]:
+        """Everything the error says, JSON-safe, for the journal or a work item."""
+        return {
+            "error": type(self).__name__,
+            "reason": self.reason,
+            "message": self.message,
+            "caseId": self.case_id,
+            "underwriter": self.underwriter,
+            "sessionId": self.session_id,
+            "toolCalls": list(self.tool_calls),
+            "decisionRecorded": self.decision_recorded,
+            **self.detail(),
+        }
+
+
+class ModelApiError(ModelTurnError):
+    """The model's API answered an error the CLI did not (or could no longer) retry.
+    ``status`` is its HTTP status (None when no answer came: a refused connection);
+    ``kind`` the SDK's category (``server_error``, ``rate_limit``, ``invalid_request``,
+    ``authentication_failed``, ``billing_error``, ``unknown``); ``api_message`` what the
+    session reported."""
+
+    reason: ClassVar[str] = "api_error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        kind: str | None = None,
+        api_message: str | None = None,
+        **context: Any,
+    ) -> None:
+        self.status = status
+        self.kind = kind
+        self.api_message = api_message
+        super().__init__(message, **context)
+
+    def detail(self) -> dict[str, Any]:
+        return {"status": self.status, "kind": self.kind, "apiMessage": self.api_message}
+
+
+class ModelSessionError(ModelTurnError):
+    """The model's session failed or was stopped: the CLI could not start or exited
+    (``exit_code``, the last lines of its error output in ``stderr``), or the session
+    ended in an error result (``subtype``: ``error_max_turns``,
+    ``error_max_budget_usd``, ``error_during_execution``; ``terminal_reason``)."""
+
+    reason: ClassVar[str] = "session_error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        subtype: str | None = None,
+        terminal_reason: str | None = None,
+        exit_code: int | None = None,
+        stderr: str | None = None,
+        **context: Any,
+    ) -> None:
+        self.subtype = subtype
+        self.terminal_reason = terminal_reason
+        self.exit_code = exit_code
+        self.stderr = stderr
+        super().__init__(message, **context)
+
+    def detail(self) -> dict[str, Any]:
+        return {
+            "subtype": self.subtype,
+            "terminalReason": self.terminal_reason,
+            "exitCode": self.exit_code,
+            "stderr": self.stderr,
+        }
+
+
+class NoDecisionError(ModelTurnError):
+    """The model's session ended normally but no decision was recorded (and no safety
+    boundary refused one). ``final`` is the model's last answer; ``tool_errors`` the
+    errors its tool calls were answered with (a malformed decision, say)."""
+
+    reason: ClassVar[str] = "no_decision"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        final: str = "",
+        tool_errors: Iterable[str] = (),
+        **context: Any,
+    ) -> None:
+        self.final = final
+        self.tool_errors = tuple(tool_errors)
+        super().__init__(message, **context)
+
+    def detail(self) -> dict[str, Any]:
+        return {"final": self.final, "toolErrors": list(self.tool_errors)}
+
+
+class UnknownToolError(ModelTurnError):
+    """The model called a tool that is not one of the four governed tools (``tool``,
+    as the model named it). The session is stopped at that call."""
+
+    reason: ClassVar[str] = "unknown_tool"
+
+    def __init__(self, message: str, *, tool: str, **context: Any) -> None:
+        self.tool = tool
+        super().__init__(message, **context)
+
+    def detail(self) -> dict[str, Any]:
+        return {"tool": self.tool}
+
+
+class UnderwriterTimeoutError(ModelTurnError, TimeoutError):
+    """The turn ran past its time limit (``timeout_s`` seconds) and was stopped."""
+
+    reason: ClassVar[str] = "timeout"
+
+    def __init__(self, message: str, *, timeout_s: float, **context: Any) -> None:
+        self.timeout_s = timeout_s
+        super().__init__(message, **context)
+
+    def detail(self) -> dict[str, Any]:
+        return {"timeoutS": self.timeout_s}
 
 
 class GovernanceError(CreditError, RuntimeError):

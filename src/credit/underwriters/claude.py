@@ -13,28 +13,62 @@ tools. This adapter builds exactly that:
   ``disallowed_tools``, ``setting_sources=[]`` (no user, project or local settings,
   no CLAUDE.md), ``strict_mcp_config=True`` (no other MCP server),
   ``permission_mode="bypassPermissions"``, the Spark methodology as the system prompt;
+- the CLI's environment and flags that keep the session to those four tools and the
+  model's endpoint (:data:`SANDBOX_ENV`: tool search off, so no deferred-tool
+  placeholder joins the four; no telemetry, error reports, update checks or other
+  nonessential traffic; :data:`SANDBOX_FLAGS`: the session is not written to disk), and
+  a new empty working folder per turn unless ``cwd`` is given;
 - a ``PostToolUse`` hook as a second redaction layer: it re-runs the fair-lending guard
   on every tool response before the model reads it (a field the first layer missed is
   removed and journaled with ``layer: "hook"``).
 
+A turn runs the SDK's own loop (:class:`claude_agent_sdk.ClaudeSDKClient`), which
+starts the CLI the SDK bundles; the CLI calls the Messages API at
+``ANTHROPIC_BASE_URL`` (``env``). A session that gives no usable outcome raises a
+:class:`~credit.errors.ModelTurnError` that says what happened (an API error, a
+failed session, an unknown tool, a timeout, no decision recorded); a decision the
+governor refuses is the runtime's typed refusal instead. The tests drive this path
+end to end against a scripted stand-in of the Messages API on loopback
+(:mod:`credit.testing.standin`).
+
 The SDK is an optional extra (``pip install 'credit[llm]'``) and is imported only when
 the adapter is used; without it, using the adapter raises
-:class:`~credit.errors.MissingExtraError`. ``query`` may be injected: the tests drive
-the same tools with a scripted model in place of the SDK's query loop (there is no
-network here), and everything else (options, server, hook) is the real SDK's.
+:class:`~credit.errors.MissingExtraError`. ``query`` may be injected: a test may then
+drive the same tools with a scripted stand-in for the SDK's loop (no CLI at all).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+import contextlib
+import tempfile
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+import anyio
+
 from credit.canonical import dumps
-from credit.errors import CreditError, MissingExtraError, SafetyBoundaryError, UnderwriterError
+from credit.errors import (
+    CreditError,
+    MissingExtraError,
+    ModelApiError,
+    ModelSessionError,
+    ModelTurnError,
+    NoDecisionError,
+    SafetyBoundaryError,
+    UnderwriterError,
+    UnderwriterTimeoutError,
+    UnknownToolError,
+)
 from credit.governance.governor import Governor
+from credit.governance.onramp import intake
+from credit.journal import InMemoryStore
+from credit.models import Case, Decision, parse_decision
+from credit.policy import Policy, PolicyRegistry
 from credit.tools.governed import READ_TOOLS, TOOL_DESCRIPTIONS, TOOL_NAMES, CaseTools
-from credit.underwriters.runtime import TurnContext
+from credit.underwriters.runtime import SPARK_METHODOLOGY, SparkRuntime, TurnContext, Underwriter
 
 if TYPE_CHECKING:
     from claude_agent_sdk import (
@@ -49,9 +83,14 @@ if TYPE_CHECKING:
 __all__ = [
     "ALLOWED_TOOLS",
     "BUILTIN_TOOLS",
+    "DEFAULT_TIMEOUT_S",
     "MCP_SERVER",
+    "SANDBOX_ENV",
+    "SANDBOX_FLAGS",
     "ClaudeUnderwriter",
+    "ModelSession",
     "QueryFn",
+    "evals_underwriter",
     "mcp_tool_name",
 ]
 
@@ -82,6 +121,30 @@ BUILTIN_TOOLS: Final = (
     "Write",
 )
 
+# The CLI's environment, whatever the caller passes: exactly the four tools in every
+# request (tool search would add a deferred-tool placeholder), and nothing sent
+# anywhere but the model's endpoint (no telemetry, error reports, update checks or
+# other nonessential traffic).
+SANDBOX_ENV: Final = {
+    "ENABLE_TOOL_SEARCH": "false",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_AUTOUPDATER": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+}
+
+# The CLI's own flags beyond the SDK's options: the session (the applicant's data, as
+# the model read it) is never written to disk; the journal is the record.
+SANDBOX_FLAGS: Final[Mapping[str, str | None]] = {"no-session-persistence": None}
+
+DEFAULT_TIMEOUT_S: Final = 300.0
+"""The longest one turn may run before it is stopped (an operating limit of the
+adapter, not a credit rule; pass ``timeout_s`` to change it)."""
+
+_TEXT_LIMIT: Final = 2000  # characters of a tool error kept in an error's fields
+_STDERR_LINES: Final = 20  # lines of the CLI's error output kept
+_INTERRUPT_S: Final = 2.0  # how long a session cut short may take to acknowledge
+
 QueryFn = Callable[..., AsyncIterator[Any]]
 """``query(prompt=..., options=...)``: the SDK's query loop, or a stand-in for tests."""
 
@@ -109,6 +172,22 @@ _RECORD_ARGUMENTS: Final = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class ModelSession:
+    """What one model session did: its id, the tools the model asked for (as it named
+    them), the model turns and tokens the CLI counted, and how long it took (wall, and
+    waiting on the API)."""
+
+    session_id: str | None
+    tool_calls: tuple[str, ...]
+    turns: int
+    input_tokens: int
+    output_tokens: int
+    seconds: float
+    api_seconds: float
+    is_error: bool
+
+
 def _require_sdk() -> None:
     try:
         import claude_agent_sdk  # noqa: F401
@@ -130,9 +209,13 @@ def _text_result(text: str, *, is_error: bool = False) -> dict[str, Any]:
 class ClaudeUnderwriter:
     """The LLM underwriter on the Claude Agent SDK.
 
-    ``model`` and ``max_turns`` go to the SDK; ``query`` replaces the SDK's query loop
-    (tests); ``cwd`` is the session's working directory (nothing there is readable:
-    there are no file tools).
+    ``model``, ``max_turns`` and ``max_budget_usd`` go to the SDK; ``env`` is added to
+    the CLI's environment (the endpoint and key: ``ANTHROPIC_BASE_URL``,
+    ``ANTHROPIC_API_KEY``; :data:`SANDBOX_ENV` always wins); ``cli_path`` replaces the
+    CLI the SDK bundles; ``user`` runs the CLI as that user; ``timeout_s`` stops a
+    turn that runs longer; ``cwd`` is the session's working directory (default: a new
+    empty folder per turn; nothing there is readable: there are no file tools);
+    ``query`` replaces the SDK's query loop (tests).
     """
 
     def __init__(
@@ -141,6 +224,10 @@ class ClaudeUnderwriter:
         model: str | None = None,
         max_turns: int = 16,
         max_budget_usd: float | None = None,
+        env: Mapping[str, str] | None = None,
+        cli_path: str | Path | None = None,
+        user: str | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
         cwd: str | Path | None = None,
         query: QueryFn | None = None,
         name: str = "claude",
@@ -148,9 +235,14 @@ class ClaudeUnderwriter:
         self.model = model
         self.max_turns = max_turns
         self.max_budget_usd = max_budget_usd
+        self.env = dict(env or {})
+        self.cli_path = cli_path
+        self.user = user
+        self.timeout_s = timeout_s
         self.cwd = cwd
         self._query = query
         self._name = name
+        self.last_session: ModelSession | None = None
 
     @property
     def name(self) -> str:
@@ -213,7 +305,7 @@ class ClaudeUnderwriter:
                 return {
                     "hookSpecificOutput": {
                         "hookEventName": "PostToolUse",
-                        "updatedToolOutput": f"withheld: {err}",
+                        "updatedToolOutput": [{"type": "text", "text": f"withheld: {err}"}],
                     }
                 }
             if len(governor.redactions) == before:
@@ -247,6 +339,10 @@ class ClaudeUnderwriter:
             max_budget_usd=self.max_budget_usd,
             model=self.model,
             cwd=self.cwd,
+            cli_path=self.cli_path,
+            user=self.user,
+            env={**self.env, **SANDBOX_ENV},
+            extra_args=dict(SANDBOX_FLAGS),
             hooks={
                 "PostToolUse": [
                     HookMatcher(
@@ -261,24 +357,244 @@ class ClaudeUnderwriter:
 
     async def run(self, tools: CaseTools, context: TurnContext) -> str:
         """One session: the model reads and records through the tools; returns its
-        final answer."""
-        _require_sdk()
-        from claude_agent_sdk import AssistantMessage, ResultMessage, TextBlock
-        from claude_agent_sdk import query as sdk_query
+        final answer.
 
-        options = self.build_options(tools, context)
-        query: QueryFn = self._query or sdk_query
-        final: str | None = None
-        texts: list[str] = []
-        async for message in query(prompt=context.prompt(), options=options):
-            if isinstance(message, ResultMessage):
-                if message.is_error:
-                    raise UnderwriterError(
-                        f"the model session ended in error ({message.subtype})",
-                        case_id=tools.case_id,
-                        underwriter=self.name,
-                    )
-                final = message.result
-            elif isinstance(message, AssistantMessage):
-                texts.extend(b.text for b in message.content if isinstance(b, TextBlock))
-        return final if final is not None else "\n".join(texts)
+        Raises a :class:`~credit.errors.ModelTurnError` naming what went wrong when the
+        session gives no usable outcome: :class:`~credit.errors.ModelApiError`,
+        :class:`~credit.errors.ModelSessionError`,
+        :class:`~credit.errors.UnknownToolError`,
+        :class:`~credit.errors.UnderwriterTimeoutError`, or
+        :class:`~credit.errors.NoDecisionError` when it ended with no decision recorded
+        and no safety boundary refused one (a refused decision is the runtime's typed
+        refusal, not an error). ``last_session`` says what the session did either way.
+        """
+        _require_sdk()
+        from claude_agent_sdk import ClaudeSDKError
+
+        query: QueryFn = self._query or _client_session
+        session = _Session(self.name, tools)
+        self.last_session = None
+        with contextlib.ExitStack() as stack:
+            options = self.build_options(tools, context)
+            if options.cwd is None:  # an empty folder: nothing there to read or disclose
+                options.cwd = stack.enter_context(tempfile.TemporaryDirectory(prefix="spark-"))
+                if self.user is not None:  # the CLI's user must be able to enter it
+                    Path(options.cwd).chmod(0o755)
+            options.stderr = session.stderr_line
+            started = time.monotonic()
+            try:
+                with anyio.fail_after(self.timeout_s):
+                    messages = query(prompt=context.prompt(), options=options)
+                    try:
+                        async for message in messages:
+                            session.observe(message)
+                    finally:  # stops the CLI when the session is cut short
+                        aclose = getattr(messages, "aclose", None)
+                        if aclose is not None:
+                            await aclose()
+            except TimeoutError as err:
+                raise UnderwriterTimeoutError(
+                    f"the turn was stopped after {self.timeout_s} s with no result",
+                    timeout_s=self.timeout_s,
+                    **session.context(),
+                ) from err
+            except ClaudeSDKError as err:
+                raise ModelSessionError(
+                    f"the model session failed: {type(err).__name__}: {err}",
+                    exit_code=getattr(err, "exit_code", None),
+                    stderr=session.stderr_tail(),
+                    **session.context(),
+                ) from err
+            finally:
+                self.last_session = session.report(time.monotonic() - started)
+        return session.outcome()
+
+
+async def _client_session(*, prompt: str, options: ClaudeAgentOptions) -> AsyncIterator[Any]:
+    """The SDK's session for one prompt, through :class:`claude_agent_sdk.ClaudeSDKClient`:
+    its messages up to and including the result.
+
+    Not ``claude_agent_sdk.query``: closing that generator early (an error, a timeout,
+    an unknown tool) leaves the CLI running, since its inner generator is never
+    closed. Here the client's context always disconnects, and a session cut short is
+    first interrupted (the CLI aborts the API call it is waiting on), so the CLI exits
+    at once on end of input instead of after the SDK's grace period."""
+    from claude_agent_sdk import ClaudeSDKClient, ResultMessage
+
+    async with ClaudeSDKClient(options=options) as client:
+        ended = False  # the CLI has sent its result: its turn is over
+        try:
+            await client.query(prompt)
+            async for message in client.receive_response():
+                ended = ended or isinstance(message, ResultMessage)
+                yield message
+        finally:
+            if not ended:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(_INTERRUPT_S):
+                    await client.interrupt()
+
+
+def _json_safe_text(value: object) -> str:
+    text = value if isinstance(value, str) else dumps(value)
+    return text[:_TEXT_LIMIT]
+
+
+class _Session:
+    """What one session did, read from the SDK's messages as they arrive; raises at the
+    first sign that the turn cannot give a usable outcome."""
+
+    def __init__(self, underwriter: str, tools: CaseTools) -> None:
+        self.underwriter = underwriter
+        self.tools = tools
+        self.session_id: str | None = None
+        self.tool_calls: list[str] = []
+        self.tool_errors: list[str] = []
+        self.texts: list[str] = []
+        self.api_error_kind: str | None = None
+        self.result: Any = None
+        self.stderr: list[str] = []
+
+    def context(self) -> dict[str, Any]:
+        return {
+            "case_id": self.tools.case_id,
+            "underwriter": self.underwriter,
+            "session_id": self.session_id,
+            "tool_calls": tuple(self.tool_calls),
+            "decision_recorded": self.tools.governor.committed is not None,
+        }
+
+    def stderr_line(self, line: str) -> None:
+        self.stderr.append(line)
+        del self.stderr[:-_STDERR_LINES]
+
+    def stderr_tail(self) -> str | None:
+        return "\n".join(self.stderr) if self.stderr else None
+
+    def observe(self, message: Any) -> None:
+        from claude_agent_sdk import (
+            AssistantMessage,
+            ResultMessage,
+            SystemMessage,
+            TextBlock,
+            ToolResultBlock,
+            ToolUseBlock,
+            UserMessage,
+        )
+
+        if isinstance(message, SystemMessage) and message.subtype == "init":
+            self.session_id = message.data.get("session_id", self.session_id)
+        elif isinstance(message, AssistantMessage):
+            self.session_id = message.session_id or self.session_id
+            if message.error is not None:
+                self.api_error_kind = message.error
+            for block in message.content:
+                if isinstance(block, TextBlock):
+                    self.texts.append(block.text)
+                elif isinstance(block, ToolUseBlock):
+                    self.tool_calls.append(block.name)
+                    if block.name not in ALLOWED_TOOLS:
+                        raise UnknownToolError(
+                            f"the model called {block.name!r}, which is not one of the "
+                            f"four tools ({', '.join(ALLOWED_TOOLS)}); the session was stopped",
+                            tool=block.name,
+                            **self.context(),
+                        )
+        elif isinstance(message, UserMessage) and isinstance(message.content, list):
+            for block in message.content:
+                if isinstance(block, ToolResultBlock) and block.is_error:
+                    self.tool_errors.append(_json_safe_text(block.content))
+        elif isinstance(message, ResultMessage):
+            self.session_id = message.session_id or self.session_id
+            self.result = message
+            if message.is_error:
+                raise self._result_error(message)
+
+    def _result_error(self, result: Any) -> ModelTurnError:
+        status = getattr(result, "api_error_status", None)
+        terminal = getattr(result, "terminal_reason", None)
+        said = result.result or "; ".join(getattr(result, "errors", None) or ()) or None
+        if status is not None or terminal == "api_error" or self.api_error_kind is not None:
+            shown = f"HTTP {status}" if status is not None else "no HTTP status"
+            return ModelApiError(
+                f"the model's API answered an error ({shown}): {said}",
+                status=status,
+                kind=self.api_error_kind,
+                api_message=said,
+                **self.context(),
+            )
+        return ModelSessionError(
+            f"the model session ended in error ({result.subtype}): {said}",
+            subtype=result.subtype,
+            terminal_reason=terminal,
+            stderr=self.stderr_tail(),
+            **self.context(),
+        )
+
+    def outcome(self) -> str:
+        """The model's final answer, once the session has ended normally."""
+        if self.result is None:
+            raise ModelSessionError(
+                "the model session ended without a result",
+                stderr=self.stderr_tail(),
+                **self.context(),
+            )
+        final = self.result.result if self.result.result is not None else "\n".join(self.texts)
+        governor = self.tools.governor
+        if governor.committed is None and not governor.verdict().violated:
+            raise NoDecisionError(
+                "the model session ended without recording a decision"
+                + (
+                    f" (its tool errors: {'; '.join(self.tool_errors)})" if self.tool_errors else ""
+                ),
+                final=final,
+                tool_errors=self.tool_errors,
+                **self.context(),
+            )
+        return str(final)
+
+    def report(self, seconds: float) -> ModelSession:
+        result = self.result
+        usage: Mapping[str, Any] = (getattr(result, "usage", None) or {}) if result else {}
+        return ModelSession(
+            session_id=self.session_id,
+            tool_calls=tuple(self.tool_calls),
+            turns=int(getattr(result, "num_turns", 0) or 0),
+            input_tokens=int(usage.get("input_tokens", 0) or 0),
+            output_tokens=int(usage.get("output_tokens", 0) or 0),
+            seconds=seconds,
+            api_seconds=(getattr(result, "duration_api_ms", 0) or 0) / 1000,
+            is_error=bool(getattr(result, "is_error", False)) if result else True,
+        )
+
+
+# ------------------------------------------------------------------ for the evals
+
+
+def evals_underwriter(
+    underwriter: Underwriter, *, methodology: str | None = None
+) -> Callable[[Case, Policy], Decision]:
+    """A runtime underwriter as the evals take one (``credit.evals.runner``: a callable
+    from a case and a policy to a Decision), on the governed path: each case is taken
+    in by Onramp into a fresh in-memory journal and one Spark turn runs under that
+    policy; the decision it recorded is returned. A refused turn, or one that
+    recorded nothing, raises :class:`~credit.errors.UnderwriterError` (the evals count
+    the row failed); a failed model session raises its own error."""
+
+    def decide(case: Case, policy: Policy) -> Decision:
+        store = InMemoryStore()
+        intake(case.model_dump(mode="json", by_alias=True), store)
+        runtime = SparkRuntime(
+            store, registry=PolicyRegistry([policy]), methodology=methodology or SPARK_METHODOLOGY
+        )
+        result = runtime.run_turn(case.case_id, underwriter)
+        if result.error is not None and result.decision_entry is None:
+            raise result.error  # the turn's own typed error (journaled as a failed turn)
+        if result.refused or result.decision_entry is None:
+            raise UnderwriterError(
+                f"the turn recorded no decision: {result.surface}",
+                case_id=case.case_id,
+                underwriter=underwriter.name,
+            )
+        return parse_decision(result.decision_entry.payload["decision"], case_id=case.case_id)
+
+    return decide

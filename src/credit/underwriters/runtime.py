@@ -35,7 +35,7 @@ import anyio
 
 from credit import kinds as _kinds
 from credit.canonical import sha256_hex
-from credit.errors import CreditError, InputError
+from credit.errors import CreditError, InputError, ModelTurnError
 from credit.governance.governor import Governor
 from credit.governance.guard import FairLendingGuard, Redaction
 from credit.governance.refusal import SafetyVerdict, build_refusal_surface
@@ -342,6 +342,9 @@ def failure_payload(stage: str, err: BaseException) -> dict[str, Any]:
             value = getattr(err, name, None)
             if isinstance(value, str):
                 payload[name if name != "boundary_id" else "boundary"] = value
+    if isinstance(err, ModelTurnError):  # a model's turn: everything it says, JSON-safe
+        payload["reason"] = err.reason
+        payload["detail"] = err.record()
     return payload
 
 
