@@ -59,8 +59,8 @@ def test_the_shipped_file_lists_every_ecoa_basis_and_ethnicity_with_a_reference(
 def test_the_shipped_file_is_versioned_dated_and_hashed() -> None:
     raw = default_prohibited_terms_path().read_bytes()
     assert TERMS.name == "prohibited-terms"
-    assert TERMS.version == "2026.1"
-    assert TERMS.effective_date.isoformat() == "2026-01-01"
+    assert TERMS.version == "2026.2"
+    assert TERMS.effective_date.isoformat() == "2026-12-01"
     assert "1002.2(z)" in TERMS.reference
     assert TERMS.sha256 == hashlib.sha256(raw).hexdigest()
 
@@ -264,6 +264,17 @@ def _document(terms: ProhibitedTerms = TERMS) -> dict[str, Any]:
         body["keys"] = list(e.keys)
         if e.exempt:
             body["exempt"] = list(e.exempt)
+        if e.patterns:
+            body["patterns"] = [
+                {
+                    "id": p.id,
+                    "description": p.description,
+                    "words": list(p.words),
+                    "pattern": p.pattern,
+                    "example": p.example,
+                }
+                for p in e.patterns
+            ]
         (bases if e.kind == "basis" else proxies)[e.name] = body
     return {
         "name": terms.name,
