@@ -217,7 +217,7 @@ def _key_factor(code: Any, body: Any, *, file: str) -> KeyFactorFormat:
         code=code,
         label=read_str(data["label"], file=file, key=f"{prefix}.label"),
         kind=kind,
-        units=MappingProxyType(units),
+        units=dict(units),
         example=read_str(data["example"], file=file, key=f"{prefix}.example"),
         reference=read_str(data["reference"], file=file, key=f"{prefix}.reference"),
         pattern=re.compile(shape),
@@ -273,8 +273,8 @@ def load_bureau_formats(path: Path | str, text: str | None = None) -> BureauForm
         reference=read_str(doc["reference"], file=file, key="reference"),
         source=file,
         sha256=hashlib.sha256(raw).hexdigest(),
-        key_factors=MappingProxyType(factors),
-        fields=MappingProxyType(fields),
+        key_factors=factors,
+        fields=fields,
     )
 
 

@@ -115,7 +115,7 @@ class Pins:
                 for code in codes:
                     value = self.formats.key_factor_pattern(code)
                     strict[code] = _line_pattern(template, {**fields, KEY_FACTOR_VALUE: value})
-            lines.append(BureauLine(key, _line_pattern(template, {}), MappingProxyType(strict)))
+            lines.append(BureauLine(key, _line_pattern(template, {}), strict))
         return tuple(lines)
 
     @property
