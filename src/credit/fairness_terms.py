@@ -100,6 +100,8 @@ _APOSTROPHES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u02bc": "'", "\u20
 
 def normalise_text(text: str) -> str:
     """NFKC, without format characters (category Cf), casefolded, plain apostrophes."""
+    if text.isascii():  # NFKC leaves ASCII as it is, it has no Cf character: a fast path
+        return text.lower()
     text = unicodedata.normalize("NFKC", text)
     text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
     return unicodedata.normalize("NFKC", text.casefold()).translate(_APOSTROPHES)
@@ -212,6 +214,7 @@ class ProhibitedTerms:
     _pattern: re.Pattern[str] = field(repr=False, compare=False)
     _exempt_pattern: re.Pattern[str] | None = field(repr=False, compare=False)
     _patterns: tuple[tuple[Entry, TermPattern], ...] = field(repr=False, compare=False)
+    _pattern_any: re.Pattern[str] | None = field(repr=False, compare=False)
 
     @property
     def bases(self) -> tuple[Entry, ...]:
@@ -242,6 +245,11 @@ class ProhibitedTerms:
     def patterns(self) -> tuple[tuple[Entry, TermPattern], ...]:
         """Every pattern with the basis or proxy it cites."""
         return self._patterns
+
+    def pattern_may_match(self, normalised: str) -> bool:
+        """Whether some pattern matches the (already normalised) text: one pass, for a
+        quick pre-check; :meth:`find` decides."""
+        return self._pattern_any is not None and self._pattern_any.search(normalised) is not None
 
     def find(self, text: str) -> list[Match]:
         """Every citation of a basis or proxy in the text, in order of position."""
@@ -532,6 +540,11 @@ def load_prohibited_terms(path: Path | str) -> ProhibitedTerms:
         _pattern=_alternation(list(words)),
         _exempt_pattern=_alternation(list(builder.exempt)) if builder.exempt else None,
         _patterns=tuple((e, p) for e in builder.entries for p in e.patterns),
+        _pattern_any=(
+            re.compile("|".join(f"(?:{p.compiled.pattern})" for p in patterns))
+            if (patterns := [p for e in builder.entries for p in e.patterns])
+            else None
+        ),
     )
 
 

@@ -6,6 +6,7 @@ anything has)."""
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache, cached_property
@@ -59,6 +60,7 @@ class BureauLine:
     key: str
     loose: re.Pattern[str]
     strict: Mapping[str | None, re.Pattern[str]]
+    each: Mapping[str, re.Pattern[str]]  # per bureau field: that field strict, the rest any
 
 
 def _line_pattern(template: str, values: Mapping[str, str]) -> re.Pattern[str]:
@@ -84,17 +86,21 @@ class Pins:
 
     @cached_property
     def term_words(self) -> frozenset[str]:
-        """One word (the longest alphanumeric run) of every prohibited term, and every
-        listed word of every pattern: ASCII text that has none of them as a word cannot
-        cite a basis, so the matcher need not run on it (a quick pre-check; the matcher
-        decides)."""
+        """One word of every prohibited term (the one that occurs least often in the
+        approved wordings and the frame, then the longest): ASCII text that has none of
+        them as a word, and that no pattern matches, cannot cite a basis, so the matcher
+        need not run on it (a quick pre-check; the matcher decides)."""
+        corpus = [e.category for e in self.catalogue.entries.values()]
+        corpus += [w for e in self.catalogue.entries.values() for w in e.wordings]
+        common = Counter(
+            re.findall(r"[a-z0-9]+", " ".join(corpus + list(self.frame.texts.values())).lower())
+        )
         words = set()
         for entry in self.terms.entries:
             for term in entry.terms:
                 runs = re.findall(r"[a-z0-9]+", canonical_term(term))
                 if runs:
-                    words.add(max(runs, key=len))
-            words |= {w for p in entry.patterns for w in p.words}
+                    words.add(min(runs, key=lambda w: (common[w], -len(w), w)))
         return frozenset(words)
 
     @cached_property
@@ -115,7 +121,12 @@ class Pins:
                 for code in codes:
                     value = self.formats.key_factor_pattern(code)
                     strict[code] = _line_pattern(template, {**fields, KEY_FACTOR_VALUE: value})
-            lines.append(BureauLine(key, _line_pattern(template, {}), strict))
+            each = {
+                BUREAU_PLACEHOLDERS[name]: _line_pattern(template, {name: fields[name]})
+                for name in BUREAU_PLACEHOLDERS
+                if name in used
+            }
+            lines.append(BureauLine(key, _line_pattern(template, {}), strict, each))
         return tuple(lines)
 
     @property

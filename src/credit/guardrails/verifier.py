@@ -63,7 +63,7 @@ from decimal import Decimal
 from credit.canonical import sha256_hex
 from credit.catalogue import ReasonEntry
 from credit.errors import NoticeInputError
-from credit.guardrails.pins import BUREAU_PLACEHOLDERS, KEY_FACTOR_VALUE, Pins, default_pins
+from credit.guardrails.pins import KEY_FACTOR_VALUE, Pins, default_pins
 from credit.guardrails.report import CHECK_IDS, CHECK_NAMES, CheckResult, VerificationReport
 from credit.notice_format import Expectation, KeyFactorFacts, Notice
 
@@ -383,13 +383,16 @@ _WORD = re.compile(r"[a-z0-9]+")
 def _may_cite(pins: Pins, text: str) -> bool:
     """Whether the text cites a prohibited basis, by the matcher of
     :mod:`credit.fairness_terms`. ASCII text that has, as a word, not one term's
-    longest word cannot match a term as whole words, so the matcher is skipped for it
-    (a quick pre-check; a hypothesis test pins that it never hides a match).
-    Non-ASCII text always goes to the matcher (NFKC may fold it into a term)."""
+    longest word, and that no pattern matches, cannot cite a basis, so the matcher is
+    skipped for it (a quick pre-check; a hypothesis test pins that it never hides a
+    match). Non-ASCII text always goes to the matcher (NFKC may fold it into a term)."""
     if not text.isascii():
         return bool(pins.terms.find(text))
-    words = set(_WORD.findall(text.lower()))
-    return not words.isdisjoint(pins.term_words) and bool(pins.terms.find(text))
+    lower = text.lower()  # what the matcher normalises ASCII text to
+    words = set(_WORD.findall(lower))
+    if words.isdisjoint(pins.term_words) and not pins.terms.pattern_may_match(lower):
+        return False
+    return bool(pins.terms.find(text))
 
 
 def _states(sentence: str, value: str) -> bool:
@@ -675,9 +678,7 @@ def _bureau_values(s: _Subject) -> list[str]:
     score = s.expectation.credit_score
     shown = _key_factors(s.pins, score.key_factors) if score is not None else []
     for line_pins in s.pins.bureau_lines:
-        template = s.pins.frame[line_pins.key]
-        per_factor = "{" + KEY_FACTOR_VALUE + "}" in template
-        fields = [f for p, f in BUREAU_PLACEHOLDERS.items() if "{" + p + "}" in template]
+        per_factor = len(line_pins.strict) > 1
         lines = [line for line in disclosure[0].split("\n") if line_pins.loose.fullmatch(line)]
         for k, line in enumerate(lines):
             code = shown[k].code if per_factor and k < len(shown) else None
@@ -685,7 +686,10 @@ def _bureau_values(s: _Subject) -> list[str]:
                 problems.append(f"key factor {code} has no format in {formats.name}")
                 continue
             if line_pins.strict[code].fullmatch(line) is None:
-                what = ", ".join([*fields, *([f"key factor {code or ''}".strip()] * per_factor)])
+                off = [f for f, p in line_pins.each.items() if p.fullmatch(line) is None]
+                if per_factor:
+                    off.append(f"key factor {code}" if code else "a key factor")
+                what = ", ".join(off) or "its bureau values"
                 problems.append(
                     f"the credit-score disclosure states {what} in a form the bureau never "
                     f"uses: {_short(line)}"
