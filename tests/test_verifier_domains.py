@@ -138,6 +138,10 @@ def test_the_format_check_passes_every_genuine_notice_of_the_golden_cases() -> N
         ("because you filed a complaint", "ccpaRights"),
         ("because of the people you associate with", "associations"),
         ("because of your relatives", "associations"),
+        ("because English is not your first language", "primaryLanguage"),
+        ("because of where you were born", "placeOfBirth"),
+        ("because you are a senior", "age"),
+        ("because you receive disability", "publicAssistanceIncome"),
     ],
 )
 def test_v3_catches_a_prohibited_basis_however_it_is_phrased(phrase: str, basis: str) -> None:

@@ -58,6 +58,7 @@ class BureauLine:
     bureau value in its format (``code`` the key factor's, None for any code)."""
 
     key: str
+    prefix: str  # the template's text before its first placeholder (a quick filter)
     loose: re.Pattern[str]
     strict: Mapping[str | None, re.Pattern[str]]
     each: Mapping[str, re.Pattern[str]]  # per bureau field: that field strict, the rest any
@@ -126,7 +127,8 @@ class Pins:
                 for name in BUREAU_PLACEHOLDERS
                 if name in used
             }
-            lines.append(BureauLine(key, _line_pattern(template, {}), strict, each))
+            prefix = template.split("{", 1)[0]
+            lines.append(BureauLine(key, prefix, _line_pattern(template, {}), strict, each))
         return tuple(lines)
 
     @property

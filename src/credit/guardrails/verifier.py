@@ -677,9 +677,14 @@ def _bureau_values(s: _Subject) -> list[str]:
         return problems
     score = s.expectation.credit_score
     shown = _key_factors(s.pins, score.key_factors) if score is not None else []
+    disclosure_lines = disclosure[0].split("\n")
     for line_pins in s.pins.bureau_lines:
         per_factor = len(line_pins.strict) > 1
-        lines = [line for line in disclosure[0].split("\n") if line_pins.loose.fullmatch(line)]
+        lines = [
+            line
+            for line in disclosure_lines
+            if line.startswith(line_pins.prefix) and line_pins.loose.fullmatch(line)
+        ]
         for k, line in enumerate(lines):
             code = shown[k].code if per_factor and k < len(shown) else None
             if code is not None and code not in line_pins.strict:
