@@ -5,6 +5,7 @@ the policy document."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 from credit.catalogue import default_catalogue
 from credit.fairness_terms import find_prohibited
 from credit.guardrails import Verifier
+from credit.guardrails.lock import BUREAU_FORMATS, current_pins, lock_diff, read_lock
 from credit.guardrails.rules import default_rules
 from credit.guardrails.verifier import _may_cite
 from credit.legal_frame import default_frame
@@ -22,8 +24,10 @@ from notice_helpers import (
     COUNTER_AUTO,
     DECLINE_DTI,
     DECLINE_SCORE,
+    data_copy,
     golden_case,
     notice_and_expectation,
+    pins_from,
     replace_once,
 )
 
@@ -285,3 +289,31 @@ def test_a_reason_value_copied_into_the_expectation_is_still_judged_by_v3() -> N
         update={"reasons": (ExpectedReason(code=top.code, values=values),)}
     )
     assert list(_failed(mutant, upstream)) == ["V3"]
+
+
+# ---------------------------------------------------------------- the formats are pinned
+
+
+def test_an_edit_to_the_bureau_formats_fails_v7_until_the_lock_is_accepted(tmp_path: Path) -> None:
+    sources = data_copy(tmp_path)
+    text = sources.bureau_formats.read_text(encoding="utf-8")
+    text = text.replace("1-8(?:00|33|", "1-8(?:33|", 1)  # 1-800 numbers no longer toll-free
+    text = text.replace("example: 1-800-555-0100", "example: 1-888-555-0100", 1)
+    sources.bureau_formats.write_text(text, "utf-8")
+    notice, expectation = notice_and_expectation(DECLINE_DTI)
+    report = Verifier(pins_from(sources)).verify(notice, expectation)
+    assert "the data changed since the reviewed lock: bureau-formats.yaml" in (
+        report.checks["V7"].detail
+    )
+    assert "bureau.phone" in report.checks["V8"].detail  # and the new format refuses 1-800
+
+
+def test_a_lock_that_never_pinned_the_bureau_formats_is_drift_shown_as_new(tmp_path: Path) -> None:
+    sources = data_copy(tmp_path)
+    lock = json.loads(sources.lock.read_text(encoding="utf-8"))
+    del lock["pins"][BUREAU_FORMATS]
+    sources.lock.write_text(json.dumps(lock), encoding="utf-8")
+    pins = pins_from(sources)
+    assert pins.drift == (BUREAU_FORMATS,)
+    diff = lock_diff(read_lock(sources.lock), current_pins(sources))
+    assert diff.startswith(f"--- reviewed/{BUREAU_FORMATS}\n+++ current/{BUREAU_FORMATS}\n@@ -0,0")
