@@ -1,47 +1,63 @@
-"""The mutation suite: does the notice verifier catch each defect it exists to catch?
+"""The mutation suite: does the notice verifier catch each defect it exists to catch,
+and is every one of its checks needed?
 
 Every genuine notice of the bundled cases (each decline and counteroffer, rendered and
 verified: it must pass all eight checks first) gets one defect at a time:
 
-| mutator | defect | intended checks |
-|---|---|---|
-| M1 | reorder two reasons | V1 |
-| M2 | drop the top reason | V1 |
-| M3 | append a fifth, otherwise-approved reason | V1, V2 |
-| M4 | "because of your age" appended | V3 |
-| M5 | "You did not meet our internal standards." | V4 |
-| M6 | decision statement says approved | V5 |
-| M7 | reason code not in the catalogue | V1 |
-| M8 | a stated number changed | V6 |
-| M9 | ECOA statement removed | V7 |
-| M10 | "If you reapply with a co-signer we will approve" | V8 |
-| M11 | category label swapped for another value | V4 |
-| M12 | reason negated | V8 |
-| M13 | zero-width character inserted | V8 |
-| M14 | unapproved wording variant | V8, V6 |
+| mutator | defect | intended checks | changes |
+|---|---|---|---|
+| M1 | reorder two reasons | V1 | notice |
+| M2 | drop the top reason | V1 | notice |
+| M3 | append a fifth, otherwise-approved reason | V1, V2 | notice |
+| M4 | "because of your age" appended | V3 | notice |
+| M5 | "You did not meet our internal standards." | V4 | notice |
+| M6 | decision statement says approved | V5 | notice |
+| M7 | reason code not in the catalogue | V1 | notice |
+| M8 | a stated number changed | V6 | notice |
+| M9 | ECOA statement removed | V7 | notice |
+| M10 | "If you reapply with a co-signer we will approve" | V8 | notice |
+| M11 | category label swapped for another value | V4 | notice |
+| M12 | reason negated | V8 | notice |
+| M13 | zero-width character inserted | V8 | notice |
+| M14 | unapproved wording variant | V8, V6 | notice |
+| M15 | every reason gone | V2 | notice and expectation |
+| M16 | a stated value carries a prohibited basis | V3 | notice and expectation |
+| M17 | a key factor's value in a form the bureau never uses | V8 | notice and expectation |
+| M18 | a reason names the other product | V4 | notice |
 
 A mutation works on the notice as delivered, text and machine fields consistently, as
 a real defect would (M1 reorders the reasons in both; M4 changes only the sentence an
-applicant reads, as a drafting defect would). A mutant is killed only when every
-intended check fails. A mutator that cannot apply (M3 needs a notice with 4 reasons, M8
-a reason that states a number) is counted as not applicable, never as a kill; every
-mutator must apply at least once. A mutator that returns an unchanged notice stops the
-run (:class:`~credit.errors.MutationHarnessError`): the suite itself would be wrong.
+applicant reads, as a drafting defect would). A mutator that changes the expectation
+as well (M15-M17) models a defect upstream of the notice: the decision recorded no
+reasons, or a value the underwriting or the bureau file carried was already wrong, so
+comparing the notice with what it must say cannot see it; only the check whose own
+domain it is can.
 
-The meta-mutation switches each check off in turn (it always passes) and reruns the
-mutants whose intended checks include it (the other mutants' verdicts do not depend on
-it); the gate must then fail, with at least one survivor. That shows every check is
-needed for the suite to pass.
+A mutant is killed only when every intended check fails. A mutator that cannot apply
+(M3 needs a notice with 4 reasons, M8 a reason that states a number) is counted as not
+applicable, never as a kill; every mutator must apply at least once. A mutator that
+returns an unchanged notice stops the run (:class:`~credit.errors.MutationHarnessError`):
+the suite itself would be wrong.
+
+The meta-mutation shows that every check is needed. A mutant whose failed checks
+(all eight on) are exactly {Vk} is verified again with Vk switched off (it always
+passes): it then passes every remaining check and the real send gate
+(:func:`credit.notices.outbox.check_sendable`), so without Vk it would have been sent.
+That mutant is a proof that Vk is needed; the results name one proof per check
+(mutator, case) and count them, and a check with no proof fails the gate. (Switching a
+check off and rerunning the mutants that list it proves nothing: they "survive" by
+definition, whether or not the check was needed.)
 
 ``credit mutate`` runs it and writes ``results/mutations.json`` and
 ``results/mutations.md``; it exits 1 on any survivor, any mutator never applied, or
-any meta-mutation the gate did not catch.
+any check with no proof that it is needed.
 
 ``credit mutate --workers N`` runs it on N processes: the cases, then the genuine
 notices, are cut into chunks in order; each chunk is decided, rendered and verified,
 then mutated, verified and meta-mutated on its own (every notice's mutants and their
 verdicts depend on that notice alone), and the chunks' results are merged in chunk
-order, so the result is the same as a serial run's, survivors in the same order.
+order, so the result is the same as a serial run's, survivors and proofs in the same
+order.
 """
 
 from __future__ import annotations
@@ -50,7 +66,7 @@ import json
 import multiprocessing
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
@@ -58,12 +74,14 @@ from pathlib import Path
 from typing import Any
 
 from credit.cases import CaseLine, iter_cases
-from credit.catalogue import Catalogue, default_catalogue
+from credit.catalogue import Catalogue, ReasonEntry, default_catalogue
 from credit.errors import MutationHarnessError
 from credit.guardrails import CHECK_IDS, CHECK_NAMES, Pins, Verifier, default_pins, expectation_for
+from credit.guardrails.verifier import Check
 from credit.legal_frame import LegalFrame, default_frame
 from credit.notice_format import Expectation, Notice, NoticeReason
 from credit.notices import NOTICE_DECISIONS, render_notice
+from credit.notices.outbox import check_sendable
 from credit.policy import Policy, default_policy
 from credit.underwriting import decide_case
 
@@ -73,6 +91,7 @@ __all__ = [
     "MetaResult",
     "Mutator",
     "MutatorResult",
+    "Proof",
     "SuiteResult",
     "genuine_notices",
     "run",
@@ -85,6 +104,8 @@ ZERO_WIDTH_SPACE = "\u200b"
 PROMISE = "If you reapply with a co-signer we will approve your application."
 GENERIC = "You did not meet our internal standards."
 UNKNOWN_CODE = "RC_NOT_IN_CATALOGUE"
+BASIS = "because of your marital status"
+MALFORMED = "; call 1-900-555-0199"
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,14 +124,37 @@ class Context:
 
 
 Apply = Callable[[Notice, Context], Notice | None]
+ApplyUpstream = Callable[[Notice, Expectation, Context], tuple[Notice, Expectation] | None]
 
 
 @dataclass(frozen=True, slots=True)
 class Mutator:
+    """One defect: ``apply`` changes the notice alone; ``upstream`` (instead) changes
+    the notice and the expectation, a defect upstream of the notice."""
+
     id: str
     defect: str
     intended: tuple[str, ...]
-    apply: Apply
+    apply: Apply | None = None
+    upstream: ApplyUpstream | None = None
+
+    def __post_init__(self) -> None:
+        if (self.apply is None) == (self.upstream is None):
+            raise ValueError(f"mutator {self.id} needs exactly one of apply and upstream")
+
+    @property
+    def changes(self) -> str:
+        return "notice" if self.upstream is None else "notice and expectation"
+
+    def mutate(
+        self, notice: Notice, expectation: Expectation, ctx: Context
+    ) -> tuple[Notice, Expectation] | None:
+        """The mutant and what it is checked against, or None when it cannot apply."""
+        if self.upstream is not None:
+            return self.upstream(notice, expectation, ctx)
+        assert self.apply is not None
+        mutant = self.apply(notice, ctx)
+        return None if mutant is None else (mutant, expectation)
 
 
 # ---------------------------------------------------------------- the notice's text
@@ -384,6 +428,137 @@ def m14_unapproved_variant(notice: Notice, ctx: Context) -> Notice | None:
     return None
 
 
+# ---------------------------------------------------------------- defects upstream
+
+
+def _expecting(expectation: Expectation, **update: Any) -> Expectation:
+    """A copy of the expectation with fields replaced (its hash computed afresh)."""
+    changed = expectation.model_copy(update=update)
+    changed.__dict__.pop("sha256", None)  # a cached hash of the original
+    return changed
+
+
+def _refilled(
+    entry: ReasonEntry, old: Mapping[str, str], sentence: str, new: Mapping[str, str]
+) -> str | None:
+    """The same approved wording as ``sentence``, filled with ``new`` values."""
+    for variant in range(len(entry.wordings)):
+        if entry.render(old, variant) == sentence:
+            return entry.render(new, variant)
+    return None
+
+
+def _restated(notice: Notice, ctx: Context, index: int, values: Mapping[str, str]) -> Notice | None:
+    """Reason ``index`` stating ``values`` in its machine fields and in its sentence
+    (the same approved wording, refilled)."""
+    reason = notice.reasons[index]
+    entry = ctx.catalogue.entries.get(reason.code)
+    text = _Text.of(notice, ctx)
+    label, sentence = text.items[index]
+    refilled = None if entry is None else _refilled(entry, reason.values, sentence, values)
+    if refilled is None:
+        return None
+    text.items[index] = (label, refilled)
+    reasons = list(notice.reasons)
+    reasons[index] = reason.model_copy(update={"values": dict(values)})
+    return _with(notice, text, reasons)
+
+
+def _recorded(expectation: Expectation, code: str, values: Mapping[str, str]) -> Expectation:
+    """The expectation with the reason ``code`` recording ``values`` (upstream)."""
+    reasons = tuple(
+        r.model_copy(update={"values": dict(values)}) if r.code == code else r
+        for r in expectation.reasons
+    )
+    return _expecting(expectation, reasons=reasons)
+
+
+def m15_reasons_gone(
+    notice: Notice, expectation: Expectation, ctx: Context
+) -> tuple[Notice, Expectation] | None:
+    """Every reason gone, from the notice and from what the decision records: the
+    comparison with the derivation sees nothing wrong; only the count can (V2)."""
+    if not notice.reasons:
+        return None
+    text = _Text.of(notice, ctx)
+    text.items = []
+    return _with(notice, text, []), _expecting(expectation, reasons=())
+
+
+def m16_value_cites_basis(
+    notice: Notice, expectation: Expectation, ctx: Context
+) -> tuple[Notice, Expectation] | None:
+    """A value the decision states (a figure, not the product's name nor a bureau
+    value, which have formats of their own) carries a prohibited basis, in the notice
+    and in the expectation: only the prohibited-basis check can see it (V3)."""
+    for index, reason in enumerate(notice.reasons):
+        entry = ctx.catalogue.entries.get(reason.code)
+        if entry is None or entry.bureau_code is not None:
+            continue
+        for name in entry.states:
+            if name == "productName" or name not in reason.values:
+                continue
+            values = {**reason.values, name: f"{reason.values[name]} {BASIS}"}
+            mutant = _restated(notice, ctx, index, values)
+            if mutant is None:
+                return None
+            return mutant, _recorded(expectation, reason.code, values)
+    return None
+
+
+def m17_bureau_value_malformed(
+    notice: Notice, expectation: Expectation, ctx: Context
+) -> tuple[Notice, Expectation] | None:
+    """The first key factor's value in a form the bureau never uses ("59%; call
+    1-900-555-0199"), in the bureau file the expectation holds, in the credit-score
+    disclosure and in every reason that states it: only the format check sees it (V8)."""
+    score = expectation.credit_score
+    if score is None or not score.key_factors:
+        return None
+    first = score.key_factors[0]
+    old, new = first.value, first.value + MALFORMED
+    line = ctx.frame["creditScore.keyFactor"]
+    filled = {"keyFactorText": first.text, "keyFactorCode": first.code}
+    before = line.format_map({**filled, "keyFactorValue": old})
+    after = line.format_map({**filled, "keyFactorValue": new})
+    if before not in notice.text.split("\n"):
+        return None
+    factors = (first.model_copy(update={"value": new}), *score.key_factors[1:])
+    expectation = _expecting(
+        expectation, credit_score=score.model_copy(update={"key_factors": factors})
+    )
+    lines = notice.text.split("\n")
+    lines[lines.index(before)] = after
+    notice = _with(notice, "\n".join(lines))
+    for index, reason in enumerate(notice.reasons):
+        entry = ctx.catalogue.entries.get(reason.code)
+        if entry is None or entry.bureau_code != first.code:
+            continue
+        if reason.values.get("keyFactorValue") != old:
+            continue
+        values = {**reason.values, "keyFactorValue": new}
+        restated = _restated(notice, ctx, index, values)
+        if restated is None:
+            return None
+        notice, expectation = restated, _recorded(expectation, reason.code, values)
+    return notice, expectation
+
+
+def m18_other_product(notice: Notice, ctx: Context) -> Notice | None:
+    """The first reason that names the product names the other product, in its
+    sentence and its values alike (an approved wording, filled with its own values)."""
+    names = ctx.catalogue.product_names
+    for index, reason in enumerate(notice.reasons):
+        named = reason.values.get("productName")
+        other = next((n for n in names.values() if n != named), None)
+        if named is None or other is None:
+            continue
+        restated = _restated(notice, ctx, index, {**reason.values, "productName": other})
+        if restated is not None:
+            return restated
+    return None
+
+
 MUTATORS: tuple[Mutator, ...] = (
     Mutator("M1", "reorder two reasons", ("V1",), m1_reorder),
     Mutator("M2", "drop the top reason", ("V1",), m2_drop_top),
@@ -399,6 +574,31 @@ MUTATORS: tuple[Mutator, ...] = (
     Mutator("M12", "reason negated", ("V8",), m12_negated),
     Mutator("M13", "zero-width character inserted", ("V8",), m13_zero_width),
     Mutator("M14", "unapproved wording variant", ("V8", "V6"), m14_unapproved_variant),
+    Mutator(
+        "M15",
+        "every reason gone, in the notice and in what the decision records",
+        ("V2",),
+        upstream=m15_reasons_gone,
+    ),
+    Mutator(
+        "M16",
+        f'a stated value carries a prohibited basis ("{BASIS}"), in the notice and the expectation',
+        ("V3",),
+        upstream=m16_value_cites_basis,
+    ),
+    Mutator(
+        "M17",
+        f'a key factor\'s value in a form the bureau never uses ("{MALFORMED.strip("; ")}" '
+        "appended), in the notice and the expectation",
+        ("V8",),
+        upstream=m17_bureau_value_malformed,
+    ),
+    Mutator(
+        "M18",
+        "a reason names the other product, in its sentence and values",
+        ("V4",),
+        m18_other_product,
+    ),
 )
 
 
@@ -423,17 +623,26 @@ class MutatorResult:
 
 
 @dataclass(frozen=True, slots=True)
+class Proof:
+    """A mutant that fails exactly one check and, with that check switched off, passes
+    every other check and the send gate: without the check it would have been sent."""
+
+    mutator: str
+    case_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class MetaResult:
     check: str
     name: str
-    mutators: tuple[str, ...]
-    mutants: int
-    survivors: int
+    proofs: int
+    first: Proof | None
+    mutators: tuple[str, ...]  # the mutators with a proof for this check, in order
 
     @property
-    def caught(self) -> bool:
-        """The gate failed with this check switched off, as it must."""
-        return self.survivors > 0
+    def needed(self) -> bool:
+        """Some mutant gets through with this check off, and is caught with it on."""
+        return self.proofs > 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -443,6 +652,7 @@ class SuiteResult:
     notices: int
     mutators: tuple[MutatorResult, ...]
     meta: tuple[MetaResult, ...]
+    changes: Mapping[str, str] = field(default_factory=dict)  # mutator id -> what it changes
 
     @property
     def problems(self) -> tuple[str, ...]:
@@ -455,9 +665,10 @@ class SuiteResult:
             if not m.applied:
                 out.append(f"{m.id} ({m.defect}) never applied")
         out += [
-            f"switching {c.check} ({c.name}) off did not fail the gate"
+            f"{c.check} ({c.name}): no mutant fails it alone and gets through with it "
+            "switched off: nothing shows it is needed"
             for c in self.meta
-            if not c.caught
+            if not c.needed
         ]
         return tuple(out)
 
@@ -495,23 +706,27 @@ def genuine_notices(
     verifier: Verifier | None = None,
     *,
     workers: int = 1,
+    checks: Mapping[str, Check] | None = None,
 ) -> tuple[int, list[Genuine]]:
     """(cases read, the genuine notices): each decline and counteroffer rendered and
-    verified. A genuine notice that fails a check stops the run."""
+    verified (by ``verifier``, or one with ``checks`` replaced). A genuine notice that
+    fails a check stops the run."""
     policy = policy or default_policy()
     entries = list(iter_cases(cases))
     if workers > 1 and verifier is None:
         chunks = _chunks(entries, workers)
-        parts = _in_pool(workers, _genuine_chunk, [(chunk, policy) for chunk in chunks])
+        parts = _in_pool(
+            workers, _genuine_chunk, [(chunk, policy, dict(checks or {})) for chunk in chunks]
+        )
         return len(entries), [g for part in parts for g in part]
-    return len(entries), _genuine_of(entries, policy, verifier or Verifier())
+    return len(entries), _genuine_of(entries, policy, verifier or Verifier(checks=checks))
 
 
 def _switched_off(_: object) -> tuple[bool, str]:
     return True, "switched off (meta-mutation)"
 
 
-_Partial = tuple[dict[str, MutatorResult], dict[str, tuple[int, int]]]
+_Partial = tuple[dict[str, MutatorResult], dict[str, list[Proof]]]
 
 
 def _suite_chunk(
@@ -519,45 +734,43 @@ def _suite_chunk(
     pins: Pins,
     mutators: Sequence[Mutator],
     ctx: Context,
+    checks: Mapping[str, Check],
 ) -> _Partial:
     """The mutators and the meta-mutation over some genuine notices: each mutator's
-    counts and survivors, and for each check (mutants rerun, survivors)."""
-    verifier = Verifier(pins)
+    counts and survivors, and for each check its proofs, in order."""
+    verifier = Verifier(pins, checks=checks)
+    off = {k: Verifier(pins, checks={**checks, k: _switched_off}) for k in CHECK_IDS}
     results = {m.id: MutatorResult(m.id, m.defect, m.intended) for m in mutators}
-    mutants: dict[str, list[tuple[Genuine, Notice]]] = {m.id: [] for m in mutators}
+    proofs: dict[str, list[Proof]] = {k: [] for k in CHECK_IDS}
     for g in genuine:
         original = g.notice.sha256
         for m in mutators:
-            mutant = m.apply(g.notice, ctx)
+            mutated = m.mutate(g.notice, g.expectation, ctx)
             r = results[m.id]
-            if mutant is None:
+            if mutated is None:
                 r.not_applicable += 1
                 continue
-            report = verifier.verify(mutant, g.expectation)
+            mutant, expectation = mutated
+            report = verifier.verify(mutant, expectation)
             if report.notice_sha256 == original:
                 raise MutationHarnessError(
                     "the mutator returned the notice unchanged", case_id=g.case_id, check=m.id
                 )
             r.applied += 1
-            mutants[m.id].append((g, mutant))
-            failed = set(report.failed)
+            failed = report.failed
             if all(c in failed for c in m.intended):
                 r.killed += 1
             else:
                 r.survivors.append(
                     Survivor(g.case_id, tuple(c for c in m.intended if c not in failed))
                 )
-    meta: dict[str, tuple[int, int]] = {}
-    for check in CHECK_IDS:
-        off = Verifier(pins, checks={check: _switched_off})
-        run_count = survivors = 0
-        for m in (m for m in mutators if check in m.intended):
-            for g, mutant in mutants[m.id]:
-                run_count += 1
-                failed = set(off.verify(mutant, g.expectation).failed)
-                survivors += not all(c in failed for c in m.intended)
-        meta[check] = (run_count, survivors)
-    return results, meta
+            if len(failed) == 1:
+                (only,) = failed
+                without = off[only].verify(mutant, expectation)
+                if without.passed:
+                    check_sendable(mutant, without)  # the real send gate lets it through
+                    proofs[only].append(Proof(m.id, g.case_id))
+    return results, proofs
 
 
 def run_suite(
@@ -568,37 +781,42 @@ def run_suite(
     frame: LegalFrame | None = None,
     catalogue: Catalogue | None = None,
     workers: int = 1,
+    checks: Mapping[str, Check] | None = None,
 ) -> tuple[tuple[MutatorResult, ...], tuple[MetaResult, ...]]:
     """Inject every mutator into every genuine notice, then run the meta-mutation
-    (on ``workers`` processes: the same result, merged in order)."""
+    (on ``workers`` processes: the same result, merged in order). ``checks`` replaces
+    checks of the verifier under test (a test does, to show a disabled check fails the
+    gate)."""
     pins = pins or default_pins()
     ctx = Context(frame or default_frame(), catalogue or default_catalogue())
+    replaced = dict(checks or {})
     if workers > 1 and len(genuine) > 1:
         chunks = _chunks(list(genuine), workers)
         parts = _in_pool(
-            workers, _suite_chunk, [(chunk, pins, tuple(mutators), ctx) for chunk in chunks]
+            workers,
+            _suite_chunk,
+            [(chunk, pins, tuple(mutators), ctx, replaced) for chunk in chunks],
         )
     else:
-        parts = [_suite_chunk(genuine, pins, mutators, ctx)]
+        parts = [_suite_chunk(genuine, pins, mutators, ctx, replaced)]
     results = {m.id: MutatorResult(m.id, m.defect, m.intended) for m in mutators}
-    totals = {check: [0, 0] for check in CHECK_IDS}
-    for part_results, part_meta in parts:  # in chunk order: survivors keep their order
+    proofs: dict[str, list[Proof]] = {k: [] for k in CHECK_IDS}
+    for part_results, part_proofs in parts:  # in chunk order: survivors keep their order
         for m in mutators:
             r, p = results[m.id], part_results[m.id]
             r.applied += p.applied
             r.killed += p.killed
             r.not_applicable += p.not_applicable
             r.survivors += p.survivors
-        for check, (run_count, survivors) in part_meta.items():
-            totals[check][0] += run_count
-            totals[check][1] += survivors
+        for check, found in part_proofs.items():
+            proofs[check] += found
     meta = tuple(
         MetaResult(
             check,
             CHECK_NAMES[check],
-            tuple(m.id for m in mutators if check in m.intended),
-            totals[check][0],
-            totals[check][1],
+            len(proofs[check]),
+            proofs[check][0] if proofs[check] else None,
+            tuple(dict.fromkeys(p.mutator for p in proofs[check])),
         )
         for check in CHECK_IDS
     )
@@ -614,8 +832,10 @@ def _chunks(items: list[Any], workers: int) -> list[list[Any]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-def _genuine_chunk(entries: Sequence[CaseLine], policy: Policy) -> list[Genuine]:
-    return _genuine_of(entries, policy, Verifier())
+def _genuine_chunk(
+    entries: Sequence[CaseLine], policy: Policy, checks: Mapping[str, Check]
+) -> list[Genuine]:
+    return _genuine_of(entries, policy, Verifier(checks=checks))
 
 
 def _in_pool(workers: int, fn: Callable[..., Any], calls: list[tuple[Any, ...]]) -> list[Any]:
@@ -660,14 +880,21 @@ def _shown(path: Path | str) -> str:
     return str(p.relative_to(REPO_ROOT)) if p.is_relative_to(REPO_ROOT) else str(p)
 
 
-def run(cases: Path | str, policy: Policy | None = None, *, workers: int = 1) -> SuiteResult:
+def run(
+    cases: Path | str,
+    policy: Policy | None = None,
+    *,
+    workers: int = 1,
+    checks: Mapping[str, Check] | None = None,
+) -> SuiteResult:
     """The whole suite over a case file (the bundled examples by default in the CLI),
     on ``workers`` processes (the same result as one)."""
     if workers < 1:
         raise ValueError(f"workers must be at least 1, got {workers}")
-    read, genuine = genuine_notices(cases, policy, workers=workers)
-    mutators, meta = run_suite(genuine, workers=workers)
-    return SuiteResult(_shown(cases), read, len(genuine), mutators, meta)
+    read, genuine = genuine_notices(cases, policy, workers=workers, checks=checks)
+    mutators, meta = run_suite(genuine, workers=workers, checks=checks)
+    changes = {m.id: m.changes for m in MUTATORS}
+    return SuiteResult(_shown(cases), read, len(genuine), mutators, meta, changes)
 
 
 # ---------------------------------------------------------------- results
@@ -675,7 +902,7 @@ def run(cases: Path | str, policy: Policy | None = None, *, workers: int = 1) ->
 
 def to_wire(result: SuiteResult) -> dict[str, Any]:
     return {
-        "format": "credit.mutations/1",
+        "format": "credit.mutations/2",
         "cases": result.cases,
         "casesRead": result.cases_read,
         "genuineNotices": result.notices,
@@ -685,6 +912,7 @@ def to_wire(result: SuiteResult) -> dict[str, Any]:
                 "id": m.id,
                 "defect": m.defect,
                 "intended": list(m.intended),
+                "changes": result.changes.get(m.id, "notice"),
                 "applied": m.applied,
                 "killed": m.killed,
                 "notApplicable": m.not_applicable,
@@ -699,11 +927,12 @@ def to_wire(result: SuiteResult) -> dict[str, Any]:
             {
                 "check": c.check,
                 "name": c.name,
-                "switchedOff": True,
+                "needed": c.needed,
+                "proofs": c.proofs,
+                "proof": (
+                    {"mutator": c.first.mutator, "caseId": c.first.case_id} if c.first else None
+                ),
                 "mutators": list(c.mutators),
-                "mutantsRun": c.mutants,
-                "survivors": c.survivors,
-                "gateFailed": c.caught,
             }
             for c in result.meta
         ],
@@ -718,32 +947,38 @@ def to_markdown(result: SuiteResult) -> str:
         f"Generated by `credit mutate` from `{result.cases}`: {result.cases_read} cases, "
         f"{result.notices} genuine notices (each passed all eight checks before any "
         "mutation). A mutant is killed only when every intended check fails; a mutator "
-        "that cannot apply to a notice counts as not applicable, never as a kill.",
+        "that cannot apply to a notice counts as not applicable, never as a kill. A "
+        "mutator that changes the expectation as well models a defect upstream of the "
+        "notice.",
         "",
-        "| mutator | defect | intended | applied | killed | not applicable | survivors |",
-        "|---|---|---|---:|---:|---:|---|",
+        "| mutator | defect | intended | changes | applied | killed | not applicable | survivors |",
+        "|---|---|---|---|---:|---:|---:|---|",
     ]
     for m in result.mutators:
         survivors = ", ".join(s.case_id for s in m.survivors) or "none"
         lines.append(
-            f"| {m.id} | {m.defect} | {', '.join(m.intended)} | {m.applied} | {m.killed} | "
+            f"| {m.id} | {m.defect} | {', '.join(m.intended)} | "
+            f"{result.changes.get(m.id, 'notice')} | {m.applied} | {m.killed} | "
             f"{m.not_applicable} | {survivors} |"
         )
     lines += [
         "",
-        "## Meta-mutation",
+        "## Meta-mutation: every check is needed",
         "",
-        "Each check switched off in turn (it always passes); the mutants whose intended "
-        "checks include it are run again. The gate must fail (at least one survivor).",
+        "A proof that a check is needed is a mutant that fails that check alone (all "
+        "eight on) and that, with the check switched off, passes every other check and "
+        "the send gate (`check_sendable`): without the check it would have been sent. "
+        "A check with no proof fails the gate.",
         "",
-        "| check | name | mutators rerun | mutants | survivors | gate |",
-        "|---|---|---|---:|---:|---|",
+        "| check | name | proofs | a proof (mutator, case) | mutators with a proof | gate |",
+        "|---|---|---:|---|---|---|",
     ]
     for c in result.meta:
-        gate = "fails (caught)" if c.caught else "PASSES (not caught)"
+        proof = f"{c.first.mutator}, {c.first.case_id}" if c.first else "none"
+        gate = "needed" if c.needed else "NOT SHOWN NEEDED"
         lines.append(
-            f"| {c.check} | {c.name} | {', '.join(c.mutators)} | {c.mutants} | {c.survivors} | "
-            f"{gate} |"
+            f"| {c.check} | {c.name} | {c.proofs} | {proof} | "
+            f"{', '.join(c.mutators) or 'none'} | {gate} |"
         )
     lines += ["", f"Overall: {'pass' if result.passed else 'FAIL'}."]
     lines += [f"- {p}" for p in result.problems]

@@ -2,8 +2,8 @@
 
 The four golden cases (``tests/golden/cases.jsonl``) are the base cases: a test takes
 one in its wire form and changes what it needs, so it reads as the case file whose
-notice it checks. ``data_copy`` copies the pinned data (frame, catalogue, rules, lock)
-to a folder a test may edit, to show what an edit does.
+notice it checks. ``data_copy`` copies the pinned data (frame, catalogue, rules, bureau
+formats, lock) to a folder a test may edit, to show what an edit does.
 """
 
 from __future__ import annotations
@@ -74,11 +74,12 @@ def replace_once(notice: Notice, old: str, new: str) -> Notice:
 
 
 def data_copy(tmp_path: Path) -> DataSources:
-    """The packaged data and lock, copied to a folder the test may edit."""
+    """The packaged data (frame, catalogue, rules, bureau formats) and lock, copied to a
+    folder the test may edit."""
     src = DataSources.default()
     folder = tmp_path / "data"
     folder.mkdir()
-    for path in (src.frame, src.catalogue, src.rules, src.lock):
+    for path in (src.frame, src.catalogue, src.rules, src.lock, src.bureau_formats):
         shutil.copy(path, folder / path.name)
     return DataSources.in_directory(folder)
 

@@ -59,8 +59,8 @@ def test_the_shipped_file_lists_every_ecoa_basis_and_ethnicity_with_a_reference(
 def test_the_shipped_file_is_versioned_dated_and_hashed() -> None:
     raw = default_prohibited_terms_path().read_bytes()
     assert TERMS.name == "prohibited-terms"
-    assert TERMS.version == "2026.1"
-    assert TERMS.effective_date.isoformat() == "2026-01-01"
+    assert TERMS.version == "2026.2"
+    assert TERMS.effective_date.isoformat() == "2026-12-01"
     assert "1002.2(z)" in TERMS.reference
     assert TERMS.sha256 == hashlib.sha256(raw).hexdigest()
 
@@ -264,6 +264,17 @@ def _document(terms: ProhibitedTerms = TERMS) -> dict[str, Any]:
         body["keys"] = list(e.keys)
         if e.exempt:
             body["exempt"] = list(e.exempt)
+        if e.patterns:
+            body["patterns"] = [
+                {
+                    "id": p.id,
+                    "description": p.description,
+                    "words": list(p.words),
+                    "pattern": p.pattern,
+                    "example": p.example,
+                }
+                for p in e.patterns
+            ]
         (bases if e.kind == "basis" else proxies)[e.name] = body
     return {
         "name": terms.name,
@@ -432,3 +443,99 @@ def test_a_bad_effective_date_is_an_error(tmp_path: Path) -> None:
 def test_a_missing_file_is_an_error_naming_it(tmp_path: Path) -> None:
     err = _error(tmp_path / "absent.yaml")
     assert err.file == str(tmp_path / "absent.yaml")
+
+
+# ---------------------------------------------------------------- patterns
+
+
+def test_a_pattern_match_names_its_basis_and_pattern_and_is_found_in_order() -> None:
+    found = find_prohibited("declined for applicants over 62 and because of your sex")
+    assert [(m.name, m.term, m.pattern) for m in found] == [
+        ("age", "age-over-under", True),
+        ("sex", "sex", False),
+    ]
+    assert (
+        found[0].describe() == "prohibited basis age (pattern age-over-under: 'applicants over 62')"
+    )
+    assert found[0].text == "applicants over 62"
+
+
+def test_every_shipped_pattern_matches_its_example_and_lists_its_words() -> None:
+    assert TERMS.patterns, "the shipped file has no pattern"
+    for entry, pattern in TERMS.patterns:
+        assert [m.term for m in find_prohibited(pattern.example)][:1] == [pattern.id], pattern
+        assert set(pattern.words) <= TERMS.vocabulary()
+        assert entry.kind == "basis"
+
+
+def _patterned(tmp_path: Path, **pattern: Any) -> Path:
+    doc = _document()
+    doc["bases"]["age"]["patterns"] = [
+        {
+            "id": "widget-age",
+            "description": "a test pattern",
+            "words": ["foo"],
+            "pattern": "(?:foo|bar) [0-9]+",
+            "example": "foo 12",
+            **pattern,
+        }
+    ]
+    return _write(tmp_path, doc)
+
+
+def test_a_pattern_match_counts_only_where_it_holds_one_of_its_words(tmp_path: Path) -> None:
+    terms = load_prohibited_terms(_patterned(tmp_path))
+    assert [m.term for m in terms.find("a foo 12 here")] == ["widget-age"]
+    assert terms.find("a bar 12 here") == []  # the pattern matches, but without a listed word
+    assert terms.find("afoo 12") == []  # whole words only
+
+
+def test_a_pattern_inside_an_exempt_phrase_of_its_basis_is_not_a_citation(tmp_path: Path) -> None:
+    doc = _document()
+    doc["bases"]["age"]["patterns"] = [
+        {
+            "id": "age-of-n",
+            "description": "an age of n",
+            "words": ["age"],
+            "pattern": "age of [0-9]+",
+            "example": "an age of 62",
+        }
+    ]
+    doc["bases"]["age"]["exempt"].append("age of 12 accounts")
+    terms = load_prohibited_terms(_write(tmp_path, doc))
+    assert terms.find("the age of 12 accounts") == []
+    assert [m.term for m in terms.find("an age of 62")] == ["age", "age-of-n"]
+
+
+@pytest.mark.parametrize(
+    ("change", "key", "message"),
+    [
+        ({"pattern": "(foo) [0-9]+"}, "pattern", "may not have capturing groups"),
+        ({"pattern": "foo **"}, "pattern", "not a valid pattern"),
+        ({"example": "bar 12"}, "example", "does not match its example 'bar 12' with one of its"),
+        ({"example": "foo twelve"}, "example", "does not match its example"),
+        ({"words": ["Foo"]}, "words[0]", "a listed word is lower-case letters or digits"),
+        ({"words": []}, "words", "expected a non-empty list"),
+    ],
+)
+def test_a_bad_pattern_is_an_error_naming_its_key(
+    tmp_path: Path, change: dict[str, Any], key: str, message: str
+) -> None:
+    err = _error(_patterned(tmp_path, **change))
+    assert err.key == f"bases.age.patterns[0].{key}"
+    assert message in err.message
+
+
+def test_a_pattern_id_listed_twice_is_an_error(tmp_path: Path) -> None:
+    doc = _document()
+    doc["bases"]["ethnicity"]["patterns"] = [dict(doc["bases"]["age"]["patterns"][0])]
+    err = _error(_write(tmp_path, doc))
+    assert err.key == "bases.ethnicity.patterns[0].id"
+    assert "pattern id 'age-over-under' is listed twice" in err.message
+
+
+def test_a_pattern_missing_its_example_is_an_error(tmp_path: Path) -> None:
+    doc = _document()
+    del doc["bases"]["age"]["patterns"][0]["example"]
+    err = _error(_write(tmp_path, doc))
+    assert (err.key, err.message) == ("bases.age.patterns[0].example", "missing key")

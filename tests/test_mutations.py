@@ -1,8 +1,9 @@
 """The mutation suite's own rules: each mutator kills its intended checks; one that
 cannot apply is not applicable (never a kill); one that leaves a notice unchanged, or a
-genuine notice that fails, stops the run; survivors, unapplied mutators and a
-meta-mutation the gate misses all fail the gate. (The full suite over the bundled
-cases runs as ``credit mutate`` in ``make test``.)"""
+genuine notice that fails, stops the run; survivors, unapplied mutators and a check
+with no proof that it is needed all fail the gate, and a check silently disabled makes
+it fail. (The full suite over the bundled cases runs as ``credit mutate`` in ``make
+test``.)"""
 
 from __future__ import annotations
 
@@ -17,8 +18,10 @@ from credit.catalogue import default_catalogue
 from credit.cli import app
 from credit.errors import MutationHarnessError
 from credit.guardrails import Verifier
+from credit.guardrails.verifier import Check
 from credit.legal_frame import default_frame
 from credit.notice_format import Notice
+from credit.notices.outbox import check_sendable
 from notice_helpers import (
     COUNTER_AUTO,
     COUNTER_CARD,
@@ -50,23 +53,34 @@ def _genuine(*case_ids: str) -> list[M.Genuine]:
     return out
 
 
-def test_the_suite_has_the_fourteen_mutators_of_the_spec_with_their_intended_checks() -> None:
-    assert [(m.id, m.intended) for m in M.MUTATORS] == [
-        ("M1", ("V1",)),
-        ("M2", ("V1",)),
-        ("M3", ("V1", "V2")),
-        ("M4", ("V3",)),
-        ("M5", ("V4",)),
-        ("M6", ("V5",)),
-        ("M7", ("V1",)),
-        ("M8", ("V6",)),
-        ("M9", ("V7",)),
-        ("M10", ("V8",)),
-        ("M11", ("V4",)),
-        ("M12", ("V8",)),
-        ("M13", ("V8",)),
-        ("M14", ("V8", "V6")),
+def test_the_suite_has_the_spec_mutators_and_the_upstream_ones_with_their_intended_checks() -> None:
+    assert [(m.id, m.intended, m.changes) for m in M.MUTATORS] == [
+        ("M1", ("V1",), "notice"),
+        ("M2", ("V1",), "notice"),
+        ("M3", ("V1", "V2"), "notice"),
+        ("M4", ("V3",), "notice"),
+        ("M5", ("V4",), "notice"),
+        ("M6", ("V5",), "notice"),
+        ("M7", ("V1",), "notice"),
+        ("M8", ("V6",), "notice"),
+        ("M9", ("V7",), "notice"),
+        ("M10", ("V8",), "notice"),
+        ("M11", ("V4",), "notice"),
+        ("M12", ("V8",), "notice"),
+        ("M13", ("V8",), "notice"),
+        ("M14", ("V8", "V6"), "notice"),
+        ("M15", ("V2",), "notice and expectation"),
+        ("M16", ("V3",), "notice and expectation"),
+        ("M17", ("V8",), "notice and expectation"),
+        ("M18", ("V4",), "notice"),
     ]
+
+
+def test_a_mutator_has_exactly_one_way_to_apply() -> None:
+    with pytest.raises(ValueError, match="needs exactly one of apply and upstream"):
+        M.Mutator("MX", "nothing", ("V1",))
+    with pytest.raises(ValueError, match="needs exactly one of apply and upstream"):
+        M.Mutator("MX", "both", ("V1",), lambda n, c: n, upstream=lambda n, x, c: (n, x))
 
 
 @pytest.mark.parametrize("mutator", M.MUTATORS, ids=lambda m: m.id)
@@ -75,12 +89,14 @@ def test_each_mutator_is_killed_by_its_intended_checks_on_a_golden_notice(
 ) -> None:
     applied = 0
     for g in _genuine(*GOLDEN_IDS):
-        mutant = mutator.apply(g.notice, CTX)
-        if mutant is None:
+        mutated = mutator.mutate(g.notice, g.expectation, CTX)
+        if mutated is None:
             continue
         applied += 1
+        mutant, expectation = mutated
         assert mutant.sha256 != g.notice.sha256
-        failed = Verifier().verify(mutant, g.expectation).failed
+        assert (expectation == g.expectation) == (mutator.upstream is None)
+        failed = Verifier().verify(mutant, expectation).failed
         assert set(mutator.intended) <= set(failed), (g.case_id, failed)
     assert applied
 
@@ -125,6 +141,7 @@ def test_a_number_mutator_does_not_apply_to_a_notice_whose_reasons_state_no_numb
     wordy = _without_numbers(g.notice)
     assert M.m8_number_changed(wordy, CTX) is None
     assert M.m14_unapproved_variant(wordy, CTX) is None
+    assert M.m18_other_product(wordy, CTX) is None  # no reason names the product
     assert M.m12_negated(wordy, CTX) is not None  # "Not a key factor ..."
 
 
@@ -134,8 +151,7 @@ def test_a_number_changed_is_changed_in_the_sentence_and_the_machine_values_alik
     assert mutant is not None
     assert dict(mutant.reasons[0].values)["score"] == "576"
     assert "Your credit score of 576 is below" in mutant.text
-    failed = Verifier().verify(mutant, g.expectation).failed
-    assert "V6" in failed and "V8" not in failed
+    assert Verifier().verify(mutant, g.expectation).failed == ("V6",)
 
 
 def test_a_mutator_that_leaves_the_notice_unchanged_stops_the_run() -> None:
@@ -177,42 +193,136 @@ def test_a_survivor_and_a_mutator_never_applied_fail_the_gate() -> None:
     assert not result.passed
     assert "MX (an approved variant): 1 survivor(s): G-DECLINE-DTI" in result.problems
     assert "MY (never applies) never applied" in result.problems
-    assert "switching V2 (reason_count) off did not fail the gate" in result.problems
+    assert any(p.startswith("V2 (reason_count): no mutant fails it alone") for p in result.problems)
 
 
-def test_the_meta_mutation_fails_the_gate_for_each_check() -> None:
-    genuine = _genuine(*GOLDEN_IDS)
-    results, meta = M.run_suite(genuine)
+def test_every_check_has_a_proof_that_would_have_been_sent_with_the_check_off() -> None:
+    genuine = {g.case_id: g for g in _genuine(*GOLDEN_IDS)}
+    results, meta = M.run_suite(list(genuine.values()))
     assert [c.check for c in meta] == [f"V{i}" for i in range(1, 9)]
+    by_id = {m.id: m for m in M.MUTATORS}
     for c in meta:
-        assert c.mutants > 0 and c.survivors == c.mutants, c
-        assert c.caught
+        assert c.needed and c.proofs >= 1 and c.first is not None, c
+        g = genuine[c.first.case_id]
+        mutated = by_id[c.first.mutator].mutate(g.notice, g.expectation, CTX)
+        assert mutated is not None
+        mutant, expectation = mutated
+        assert Verifier().verify(mutant, expectation).failed == (c.check,)
+        without = Verifier(checks={c.check: M._switched_off}).verify(mutant, expectation)
+        assert without.passed
+        assert check_sendable(mutant, without) == mutant.sha256
+    assert M.SuiteResult("golden", 4, 4, results, meta).passed
+
+
+def test_a_check_that_is_never_the_only_failure_has_no_proof_and_fails_the_gate() -> None:
+    """The old meta-mutation passed whenever a mutant listing the check "survived" with
+    it off, which every mutant does by definition: here every mutant is killed, yet no
+    check is shown to be needed, and the gate says so for each."""
+    m5 = next(m for m in M.MUTATORS if m.id == "M5")  # fails V4, V6 and V8 together
+    results, meta = M.run_suite(_genuine(*GOLDEN_IDS), mutators=[m5])
     result = M.SuiteResult("golden", 4, 4, results, meta)
-    assert result.passed, result.problems
+    assert results[0].killed == results[0].applied == 4
+    assert [c.proofs for c in meta] == [0] * 8
+    assert not result.passed
+    assert (
+        "V4 (specific_reasons): no mutant fails it alone and gets through with it switched "
+        "off: nothing shows it is needed" in result.problems
+    )
+    assert len(result.problems) == 8
+
+
+def _always_passes(_: object) -> tuple[bool, str]:
+    return True, "looks fine"
+
+
+@pytest.mark.parametrize("check", [f"V{i}" for i in range(1, 9)])
+def test_a_verifier_with_any_one_check_silently_disabled_fails_the_suite(check: str) -> None:
+    disabled: dict[str, Check] = {check: _always_passes}
+    genuine = _genuine(*GOLDEN_IDS)
+    results, meta = M.run_suite(genuine, checks=disabled)
+    result = M.SuiteResult("golden", 4, 4, results, meta)
+    assert not result.passed
+    (entry,) = [c for c in meta if c.check == check]
+    assert not entry.needed and entry.first is None
+    assert any(p.startswith(f"{check} (") and "nothing shows" in p for p in result.problems)
+    assert any("survivor(s)" in p for p in result.problems)  # its mutants get through
+
+
+def test_credit_mutate_fails_with_no_prohibited_basis_check_silently_disabled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_run = M.run
+
+    def run_with_v3_disabled(cases: Path | str, **kwargs: object) -> M.SuiteResult:
+        return real_run(cases, checks={"V3": _always_passes})
+
+    monkeypatch.setattr(M, "run", run_with_v3_disabled)
+    result = CliRunner().invoke(
+        app, ["mutate", "--cases", str(GOLDEN_CASES), "--results", str(tmp_path)]
+    )
+    assert result.exit_code == 1, result.output
+    assert "FAIL: V3 (no_prohibited_basis): no mutant fails it alone" in result.stderr
+    assert "FAIL: M16 (" in result.stderr and "FAIL: M4 (" in result.stderr
+    doc = json.loads((tmp_path / "mutations.json").read_text(encoding="utf-8"))
+    v3 = next(c for c in doc["meta"] if c["check"] == "V3")
+    assert v3 == {
+        "check": "V3",
+        "name": "no_prohibited_basis",
+        "needed": False,
+        "proofs": 0,
+        "proof": None,
+        "mutators": [],
+    }
 
 
 def test_the_results_are_written_as_json_and_markdown_tables(tmp_path: Path) -> None:
     results, meta = M.run_suite(_genuine(*GOLDEN_IDS))
+    changes = {m.id: m.changes for m in M.MUTATORS}
     json_path, md_path = M.write_results(
-        M.SuiteResult("tests/golden/cases.jsonl", 4, 4, results, meta), tmp_path
+        M.SuiteResult("tests/golden/cases.jsonl", 4, 4, results, meta, changes), tmp_path
     )
     doc = json.loads(json_path.read_text(encoding="utf-8"))
     assert doc["passed"] is True
-    assert [m["id"] for m in doc["mutators"]] == [f"M{i}" for i in range(1, 15)]
+    assert [m["id"] for m in doc["mutators"]] == [f"M{i}" for i in range(1, 19)]
     m3 = doc["mutators"][2]
     assert (m3["applied"], m3["killed"], m3["notApplicable"], m3["survivors"]) == (1, 1, 3, [])
-    assert doc["meta"][0] == {
-        "check": "V1",
-        "name": "reasons_match_derivation",
-        "switchedOff": True,
-        "mutators": ["M1", "M2", "M3", "M7"],
-        "mutantsRun": 10,
-        "survivors": 10,
-        "gateFailed": True,
+    assert doc["mutators"][14]["changes"] == "notice and expectation"
+    assert doc["meta"][1] == {
+        "check": "V2",
+        "name": "reason_count",
+        "needed": True,
+        "proofs": 4,
+        "proof": {"mutator": "M15", "caseId": "G-DECLINE-SCORE"},
+        "mutators": ["M15"],
     }
     md = md_path.read_text(encoding="utf-8")
-    assert "| M3 | append a fifth, otherwise-approved reason | V1, V2 | 1 | 1 | 3 | none |" in md
-    assert "| V2 | reason_count | M3 | 1 | 1 | fails (caught) |" in md
+    assert (
+        "| M3 | append a fifth, otherwise-approved reason | V1, V2 | notice | 1 | 1 | 3 | none |"
+        in md
+    )
+    assert "| V2 | reason_count | 4 | M15, G-DECLINE-SCORE | M15 | needed |" in md
+
+
+def test_the_committed_results_name_a_real_proof_for_every_check() -> None:
+    doc = json.loads((ROOT / "results" / "mutations.json").read_text(encoding="utf-8"))
+    assert doc["passed"] is True and doc["problems"] == []
+    assert [c["check"] for c in doc["meta"]] == [f"V{i}" for i in range(1, 9)]
+    lines = {
+        json.loads(line)["caseId"]: json.loads(line)
+        for line in (ROOT / "examples" / "cases.jsonl").read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    }
+    by_id = {m.id: m for m in M.MUTATORS}
+    for c in doc["meta"]:
+        assert c["needed"] and c["proofs"] >= 1, c
+        proof = c["proof"]
+        notice, expectation = notice_and_expectation(lines[proof["caseId"]])
+        mutated = by_id[proof["mutator"]].mutate(notice, expectation, CTX)
+        assert mutated is not None
+        mutant, mutant_expectation = mutated
+        assert Verifier().verify(mutant, mutant_expectation).failed == (c["check"],)
+        without = Verifier(checks={c["check"]: _always_passes})
+        assert without.verify(mutant, mutant_expectation).passed
 
 
 def test_credit_mutate_fails_when_a_mutator_never_applies(tmp_path: Path) -> None:

@@ -192,14 +192,61 @@ def test_v4_fails_on_a_generic_reason() -> None:
     assert "does not state dtiPct" in detail
 
 
-def test_v4_fails_when_a_reason_states_another_value_than_the_applicants() -> None:
+def test_a_number_changed_in_the_sentence_and_its_value_alike_fails_v6_alone_not_v4() -> None:
     notice, _ = notice_and_expectation(DECLINE_DTI)
     top = notice.reasons[0]
     other = reasons(
         replace_once(notice, "44.7%", "41.7%"),
         top.model_copy(update={"values": {**top.values, "dtiPct": "41.7"}}),
     )
-    assert "dtiPct='41.7' (actual '44.7')" in failed(other, DECLINE_DTI)["V4"]
+    problems = failed(other, DECLINE_DTI)
+    assert list(problems) == ["V6"]
+    assert "value dtiPct states the numbers [41.7], the decision [44.7]" in problems["V6"]
+    assert "states the numbers [40.0 41.7], not [40.0 44.7]" in problems["V6"]
+
+
+def test_v4_alone_fails_when_a_reason_names_another_product_than_the_one_applied_for() -> None:
+    notice, _ = notice_and_expectation(DECLINE_DTI)
+    top = notice.reasons[0]
+    other = reasons(
+        replace_once(notice, "for credit cards.", "for auto loans."),
+        top.model_copy(update={"values": {**top.values, "productName": "auto loans"}}),
+    )
+    problems = failed(other, DECLINE_DTI)
+    assert list(problems) == ["V4"]
+    assert "states productName='auto loans', not the applicant's 'credit cards'" in problems["V4"]
+    assert (
+        "names the product 'auto loans'; the application is for 'credit cards'" in (problems["V4"])
+    )
+
+
+def test_v4_alone_fails_when_a_key_factor_value_names_another_unit_than_the_bureaus() -> None:
+    notice, _ = notice_and_expectation(DECLINE_SCORE)
+    assert notice.reasons[2].code == "KF_18"
+    value = notice.reasons[2].values["keyFactorValue"]
+    number = value.split(" ")[0]
+    swapped = f"{number} delinquencies"
+    mutant = reasons(
+        replace_once(notice, f"delinquency ({value})", f"delinquency ({swapped})"),
+        *notice.reasons[:2],
+        notice.reasons[2].model_copy(update={"values": {"keyFactorValue": swapped}}),
+        *notice.reasons[3:],
+    )
+    problems = failed(mutant, DECLINE_SCORE)
+    assert f"states keyFactorValue='{swapped}', not the applicant's '{value}'" in problems["V4"]
+    assert "V6" not in problems  # the number is the same
+    assert "is not a whole count with its unit" in problems["V8"]  # and not the bureau's form
+
+
+def test_v4_fails_when_a_machine_value_is_missing_or_extra() -> None:
+    notice, _ = notice_and_expectation(DECLINE_DTI)
+    top = notice.reasons[0]
+    fewer = {k: v for k, v in top.values.items() if k != "productName"}
+    problems = failed(reasons(notice, top.model_copy(update={"values": fewer})), DECLINE_DTI)
+    assert (
+        "states the values dtiPct, maxDtiPct; it states dtiPct, maxDtiPct, productName"
+        in (problems["V4"])
+    )
 
 
 def test_v4_fails_when_the_category_label_is_not_the_catalogues() -> None:

@@ -3,7 +3,7 @@ adapters over the renderer, the verifier, the mutation suite and the reviewed lo
 domain logic here).
 
 Exit status: 0 success; 1 a check failed (``verify``: a failed check; ``mutate``: a
-survivor, an unapplied mutator or a meta-mutation the gate missed; ``lock``: the data
+survivor, an unapplied mutator or a check with no proof that it is needed; ``lock``: the data
 differs from the reviewed lock and was not accepted); 2 bad input, named in the message.
 """
 
@@ -198,10 +198,10 @@ def mutate_command(
         typer.Option("--workers", min=1, help="Processes to run it on (the same results)."),
     ] = 1,
 ) -> None:
-    """Run the mutation suite M1-M14 and the meta-mutation; write the results.
+    """Run the mutation suite M1-M18 and the meta-mutation; write the results.
 
-    Exit 1 on any survivor, any mutator never applied, or any meta-mutation the gate
-    did not catch."""
+    Exit 1 on any survivor, any mutator never applied, or any check with no proof that
+    it is needed (a mutant that fails it alone and gets through without it)."""
     from credit.cli import default_cases_path
 
     mutations = _mutations_module()
@@ -226,12 +226,15 @@ def mutate_command(
             str(len(m.survivors)),
         )
     wide.print(table)
-    meta = Table(title="Meta-mutation: each check switched off in turn")
-    for column in ("check", "name", "mutants run", "survivors", "gate"):
+    meta = Table(
+        title="Meta-mutation: a mutant that fails each check alone gets through without it"
+    )
+    for column in ("check", "name", "proofs", "a proof (mutator, case)", "gate"):
         meta.add_column(column)
     for c in result.meta:
+        proof = f"{c.first.mutator}, {c.first.case_id}" if c.first else "none"
         meta.add_row(
-            c.check, c.name, str(c.mutants), str(c.survivors), "fails" if c.caught else "PASSES"
+            c.check, c.name, str(c.proofs), proof, "needed" if c.needed else "NOT SHOWN NEEDED"
         )
     wide.print(meta)
     out.print(f"results: {', '.join(str(p) for p in paths)}; wall time {wall:.2f}s")

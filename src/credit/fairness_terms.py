@@ -5,11 +5,15 @@ The data file (``data/prohibited-terms.yaml``) lists each ECOA prohibited basis
 proxies for them. Each entry has a label, a legal reference, the whole-word ``terms``
 that cite it in text and the normalised field ``keys`` that carry it; a proxy also
 names the bases it stands in for and why. A basis may list ``exempt`` phrases in
-which a term does not cite it ("average age of accounts" is not the applicant's age).
+which a term does not cite it ("average age of accounts" is not the applicant's age),
+and ``patterns``: regular expressions for citations no list of words can hold
+("applicants over 62"), each with the ``words`` one of which its every match contains
+(so text with none of the file's words still never matches) and an example it matches.
 
 The loader is strict like the policy loader: unknown, missing and duplicate keys, a
-missing reference, a term or key listed twice, a term not written in normalised form
-and an exempt phrase that contains none of its basis's terms are
+missing reference, a term or key listed twice, a term not written in normalised form,
+an exempt phrase that contains none of its basis's terms, and a pattern that does not
+compile, has groups, or does not match its example are
 :class:`~credit.errors.PolicyError` naming the file and the key.
 
 Matching (:func:`find_prohibited`) looks for every term, and every key as a whole
@@ -19,7 +23,8 @@ casefolded, and typographic apostrophes become ``'``. A term matches only as who
 words: not preceded or followed by a letter or digit, and its words may be separated
 by any run of spaces, hyphens or underscores. So "age" matches "because of your age",
 "AGE-based" and the full-width "ａｇｅ", but not "percentage" or "mortgage"; "sex" does
-not match "Essex".
+not match "Essex". A pattern matches the normalised text as whole words too, and only
+where its match contains one of its listed words.
 
 Not formalised here: confusable letters from other scripts (a Cyrillic "а" in "аge"),
 misspellings, stemming (plurals are listed in the data), and meaning: a term is a
@@ -47,6 +52,7 @@ __all__ = [
     "Entry",
     "Match",
     "ProhibitedTerms",
+    "TermPattern",
     "canonical_term",
     "default_prohibited_terms",
     "default_prohibited_terms_path",
@@ -77,7 +83,8 @@ REQUIRED_BASES = (
 _HEADER_REQUIRED = frozenset({"name", "version", "effectiveDate", "reference", "bases", "proxies"})
 _HEADER_OPTIONAL = frozenset({"description"})
 _BASIS_REQUIRED = frozenset({"label", "reference", "terms", "keys"})
-_BASIS_OPTIONAL = frozenset({"exempt"})
+_BASIS_OPTIONAL = frozenset({"exempt", "patterns"})
+_PATTERN_KEYS = frozenset({"id", "description", "words", "pattern", "example"})
 _PROXY_REQUIRED = frozenset({"label", "proxyFor", "reference", "reason", "terms", "keys"})
 
 # Separators between the words of a phrase: whitespace, hyphen, underscore and the
@@ -93,6 +100,8 @@ _APOSTROPHES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u02bc": "'", "\u20
 
 def normalise_text(text: str) -> str:
     """NFKC, without format characters (category Cf), casefolded, plain apostrophes."""
+    if text.isascii():  # NFKC leaves ASCII as it is, it has no Cf character: a fast path
+        return text.lower()
     text = unicodedata.normalize("NFKC", text)
     text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
     return unicodedata.normalize("NFKC", text.casefold()).translate(_APOSTROPHES)
@@ -125,6 +134,20 @@ def _alternation(terms: list[str]) -> re.Pattern[str]:
 
 
 @dataclass(frozen=True, slots=True)
+class TermPattern:
+    """A citation no list of words can hold, as a regular expression on normalised
+    text; a match counts only where it contains one of ``words`` as a whole word."""
+
+    id: str
+    description: str
+    words: tuple[str, ...]
+    pattern: str
+    example: str
+    compiled: re.Pattern[str]
+    word_pattern: re.Pattern[str]
+
+
+@dataclass(frozen=True, slots=True)
 class Entry:
     """A prohibited basis, or a proxy for one or more bases."""
 
@@ -137,6 +160,7 @@ class Entry:
     keys: tuple[str, ...]
     exempt: tuple[str, ...] = ()
     reason: str | None = None  # a proxy: why it stands in for its bases
+    patterns: tuple[TermPattern, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +169,7 @@ class Match:
 
     ``name`` is the basis (``kind == "basis"``) or the proxy (``kind == "proxy"``);
     ``bases`` the prohibited bases concerned; ``term`` the listed term (or key) that
-    matched;
+    matched, or for a pattern its id (and ``pattern`` is true);
     ``text`` and ``start``/``end`` locate it in the *normalised* text.
     """
 
@@ -157,8 +181,16 @@ class Match:
     start: int
     end: int
     reference: str
+    pattern: bool = False
 
     def describe(self) -> str:
+        if self.pattern:
+            what = (
+                f"prohibited basis {self.name}"
+                if self.kind == "basis"
+                else (f"proxy {self.name} for {', '.join(self.bases)}")
+            )
+            return f"{what} (pattern {self.term}: {self.text!r})"
         if self.kind == "basis":
             return f"prohibited basis {self.name} ({self.term!r})"
         return f"proxy {self.name} for {', '.join(self.bases)} ({self.term!r})"
@@ -181,6 +213,8 @@ class ProhibitedTerms:
     _exempt: Mapping[str, Entry] = field(repr=False, compare=False)
     _pattern: re.Pattern[str] = field(repr=False, compare=False)
     _exempt_pattern: re.Pattern[str] | None = field(repr=False, compare=False)
+    _patterns: tuple[tuple[Entry, TermPattern], ...] = field(repr=False, compare=False)
+    _pattern_any: re.Pattern[str] | None = field(repr=False, compare=False)
 
     @property
     def bases(self) -> tuple[Entry, ...]:
@@ -201,9 +235,21 @@ class ProhibitedTerms:
         return self._by_key.get(normalise_key(key))
 
     def vocabulary(self) -> frozenset[str]:
-        """Every word of every term and every key: text without these never matches."""
+        """Every word of every term, every key and every pattern's listed words: text
+        without these never matches."""
         words = {w for e in self.entries for t in e.terms for w in canonical_term(t).split(" ")}
-        return frozenset(words | set(self._by_key))
+        listed = {w for e in self.entries for p in e.patterns for w in p.words}
+        return frozenset(words | listed | set(self._by_key))
+
+    @property
+    def patterns(self) -> tuple[tuple[Entry, TermPattern], ...]:
+        """Every pattern with the basis or proxy it cites."""
+        return self._patterns
+
+    def pattern_may_match(self, normalised: str) -> bool:
+        """Whether some pattern matches the (already normalised) text: one pass, for a
+        quick pre-check; :meth:`find` decides."""
+        return self._pattern_any is not None and self._pattern_any.search(normalised) is not None
 
     def find(self, text: str) -> list[Match]:
         """Every citation of a basis or proxy in the text, in order of position."""
@@ -233,6 +279,27 @@ class ProhibitedTerms:
                 )
             )
             pos = m.end()
+        for entry, tp in self._patterns:
+            for m in tp.compiled.finditer(norm):
+                if tp.word_pattern.search(m.group()) is None or any(
+                    s <= m.start() and m.end() <= e and n == entry.name for s, e, n in exempt_spans
+                ):
+                    continue
+                found.append(
+                    Match(
+                        kind=entry.kind,
+                        name=entry.name,
+                        bases=entry.bases,
+                        term=tp.id,
+                        text=m.group(),
+                        start=m.start(),
+                        end=m.end(),
+                        reference=entry.reference,
+                        pattern=True,
+                    )
+                )
+        if self._patterns:
+            found.sort(key=lambda f: (f.start, f.pattern))
         return found
 
 
@@ -272,6 +339,7 @@ class _Builder:
         self.by_key: dict[str, Entry] = {}
         self.key_where: dict[str, str] = {}
         self.exempt: dict[str, Entry] = {}
+        self.pattern_ids: set[str] = set()
 
     def entry(self, kind: Kind, name: str, body: Any) -> None:
         file = self.file
@@ -304,6 +372,7 @@ class _Builder:
         terms = _read_list(data["terms"], file=file, key=f"{prefix}.terms")
         keys = _read_list(data["keys"], file=file, key=f"{prefix}.keys")
         exempt = _read_list(data.get("exempt"), file=file, key=f"{prefix}.exempt", optional=True)
+        patterns = self.patterns(data.get("patterns"), prefix=f"{prefix}.patterns")
         entry = Entry(
             kind=kind,
             name=name,
@@ -314,6 +383,7 @@ class _Builder:
             keys=tuple(keys),
             exempt=tuple(exempt),
             reason=reason,
+            patterns=patterns,
         )
         for i, term in enumerate(terms):
             key = f"{prefix}.terms[{i}]"
@@ -354,6 +424,63 @@ class _Builder:
                 raise PolicyError(f"phrase {phrase!r} is listed twice", file=file, key=key)
             self.exempt[canon] = entry
         self.entries.append(entry)
+
+    def patterns(self, value: Any, *, prefix: str) -> tuple[TermPattern, ...]:
+        file = self.file
+        if value is None:
+            return ()
+        if not isinstance(value, list) or not value:
+            raise PolicyError("expected a non-empty list", file=file, key=prefix)
+        out: list[TermPattern] = []
+        for i, item in enumerate(value):
+            key = f"{prefix}[{i}]"
+            data = expect_keys(item, required=_PATTERN_KEYS, file=file, key=key)
+            pid = read_str(data["id"], file=file, key=f"{key}.id")
+            if pid in self.pattern_ids:
+                raise PolicyError(f"pattern id {pid!r} is listed twice", file=file, key=f"{key}.id")
+            self.pattern_ids.add(pid)
+            words = _read_list(data["words"], file=file, key=f"{key}.words")
+            for j, word in enumerate(words):
+                if not word.isascii() or not word.isalnum() or word != word.lower():
+                    raise PolicyError(
+                        f"a listed word is lower-case letters or digits, got {word!r}",
+                        file=file,
+                        key=f"{key}.words[{j}]",
+                    )
+            source = read_str(data["pattern"], file=file, key=f"{key}.pattern")
+            try:
+                compiled = re.compile(f"{_BEFORE}(?:{source}){_AFTER}")
+            except re.error as err:
+                raise PolicyError(
+                    f"not a valid pattern: {err}", file=file, key=f"{key}.pattern"
+                ) from None
+            if compiled.groups:
+                raise PolicyError(
+                    "a pattern may not have capturing groups (use (?:...))",
+                    file=file,
+                    key=f"{key}.pattern",
+                )
+            example = read_str(data["example"], file=file, key=f"{key}.example")
+            word_pattern = _alternation(words)
+            hit = compiled.search(normalise_text(example))
+            if hit is None or word_pattern.search(hit.group()) is None:
+                raise PolicyError(
+                    f"the pattern does not match its example {example!r} with one of its words",
+                    file=file,
+                    key=f"{key}.example",
+                )
+            out.append(
+                TermPattern(
+                    id=pid,
+                    description=read_str(data["description"], file=file, key=f"{key}.description"),
+                    words=tuple(words),
+                    pattern=source,
+                    example=example,
+                    compiled=compiled,
+                    word_pattern=word_pattern,
+                )
+            )
+        return tuple(out)
 
     def words(self) -> dict[str, tuple[Entry, str]]:
         """What the matcher looks for: every term, and every key as a whole word (a key
@@ -412,6 +539,12 @@ def load_prohibited_terms(path: Path | str) -> ProhibitedTerms:
         _exempt=builder.exempt,
         _pattern=_alternation(list(words)),
         _exempt_pattern=_alternation(list(builder.exempt)) if builder.exempt else None,
+        _patterns=tuple((e, p) for e in builder.entries for p in e.patterns),
+        _pattern_any=(
+            re.compile("|".join(f"(?:{p.compiled.pattern})" for p in patterns))
+            if (patterns := [p for e in builder.entries for p in e.patterns])
+            else None
+        ),
     )
 
 

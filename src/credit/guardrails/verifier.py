@@ -5,27 +5,36 @@ application, the derived reason codes with their values, the decision being reco
 and returns one pass/fail per check, each with a readable detail, plus the SHA-256 of
 the exact notice it checked.
 
-Checks (each fails when):
+Each check has its own domain, so that each has defects only it sees (the mutation
+suite proves it: for every check, a mutant that fails that check alone and, with the
+check switched off, would have been sent). Checks (each fails when):
 
 - V1 reasons_match_derivation: the notice's reason codes differ from the derived ones,
   in set or order, or the text's reasons do not line up with the machine fields;
 - V2 reason_count: a decline or counteroffer has 0 or more than 4 reasons; an approval
   (or a referral) has any;
-- V3 no_prohibited_basis: a reason maps to an excluded attribute, or its text contains
-  a prohibited-basis term (NFKC-normalised, whole words);
-- V4 specific_reasons: a reason does not state the applicant's actual value, contains
-  a generic phrase ("internal standards", ...), or is labelled with another category
-  than the catalogue's for its code;
+- V3 no_prohibited_basis: a reason maps to an excluded attribute, or its text (label,
+  sentence, values) contains a prohibited-basis term or pattern (NFKC-normalised,
+  whole words);
+- V4 specific_reasons: a reason does not state the applicant's actual values where
+  they are not numbers: its values are not the catalogue's fields, the words of a value
+  (a unit, a product name) are not the decision's, the product named is not the one
+  applied for, a value is missing from its sentence, the sentence contains a generic
+  phrase ("internal standards", ...), or it is labelled with another category than the
+  catalogue's for its code;
 - V5 decision_consistent: the decision statement or field disagrees with the decision
   being recorded (or the notice is for another case, product or date);
-- V6 numbers_grounded: the numbers in a reason differ from the numbers in its approved
-  wording filled with the applicant's values;
+- V6 numbers_grounded: the numbers a reason states, in its sentence and in its machine
+  values, differ from the numbers of its approved wording filled with the decision's
+  values (so a number changed in the sentence and the values alike fails V6 alone);
 - V7 legal_frame_intact: the frame paragraphs do not hash to the frame derived from
   the pinned, reviewed frame data; the notice was rendered from another frame or
   catalogue; or the data drifted from the reviewed lock;
 - V8 approved_wording: a reason sentence is not exactly an approved variant filled
-  with its values, the notice holds non-ASCII or control characters, or a line
-  matches a promise pattern.
+  with its values, the notice holds non-ASCII or control characters, a line matches a
+  promise pattern, or a bureau value is stated in a form the bureau never uses (a
+  key factor's value in a reason or in the credit-score disclosure, the bureau's
+  name, address or telephone, the score model: ``bureau-formats.yaml``).
 
 Independence: this module does not import the renderer (:mod:`credit.notices`; an
 import contract enforces it). It re-derives each approved sentence from the catalogue
@@ -54,7 +63,7 @@ from decimal import Decimal
 from credit.canonical import sha256_hex
 from credit.catalogue import ReasonEntry
 from credit.errors import NoticeInputError
-from credit.guardrails.pins import Pins, default_pins
+from credit.guardrails.pins import KEY_FACTOR_VALUE, Pins, default_pins
 from credit.guardrails.report import CHECK_IDS, CHECK_NAMES, CheckResult, VerificationReport
 from credit.notice_format import Expectation, KeyFactorFacts, Notice
 
@@ -374,13 +383,16 @@ _WORD = re.compile(r"[a-z0-9]+")
 def _may_cite(pins: Pins, text: str) -> bool:
     """Whether the text cites a prohibited basis, by the matcher of
     :mod:`credit.fairness_terms`. ASCII text that has, as a word, not one term's
-    longest word cannot match a term as whole words, so the matcher is skipped for it
-    (a quick pre-check; a hypothesis test pins that it never hides a match).
-    Non-ASCII text always goes to the matcher (NFKC may fold it into a term)."""
+    longest word, and that no pattern matches, cannot cite a basis, so the matcher is
+    skipped for it (a quick pre-check; a hypothesis test pins that it never hides a
+    match). Non-ASCII text always goes to the matcher (NFKC may fold it into a term)."""
     if not text.isascii():
         return bool(pins.terms.find(text))
-    words = set(_WORD.findall(text.lower()))
-    return not words.isdisjoint(pins.term_words) and bool(pins.terms.find(text))
+    lower = text.lower()  # what the matcher normalises ASCII text to
+    words = set(_WORD.findall(lower))
+    if words.isdisjoint(pins.term_words) and not pins.terms.pattern_may_match(lower):
+        return False
+    return bool(pins.terms.find(text))
 
 
 def _states(sentence: str, value: str) -> bool:
@@ -401,9 +413,15 @@ def _states(sentence: str, value: str) -> bool:
     return False
 
 
+def _words(value: str) -> str:
+    """A value's words, its numbers left out: ``3 accounts`` reads ``# accounts``."""
+    return _NUMBER.sub("#", value)
+
+
 def _v4_specific_reasons(s: _Subject) -> tuple[bool, str]:
     problems = []
     expected = s.expected_values
+    product_name = s.pins.catalogue.product_names.get(s.expectation.product)
     for i, code, values, category, text in s.pairs():
         entry = s.entry(code)
         if entry is None:
@@ -414,15 +432,24 @@ def _v4_specific_reasons(s: _Subject) -> tuple[bool, str]:
                 f"reason {i} ({code}) is labelled {text.label!r} (field {category!r}); the "
                 f"catalogue's category is {entry.category!r}"
             )
-        if code in expected and dict(values) != dict(expected[code]):
-            diffs = [
-                f"{k}={values.get(k)!r} (actual {expected[code].get(k)!r})"
-                for k in sorted(set(values) | set(expected[code]))
-                if values.get(k) != expected[code].get(k)
-            ]
+        want = expected.get(code)
+        names = sorted(want) if want is not None else sorted(entry.states)
+        if sorted(values) != names:
             problems.append(
-                f"reason {i} ({code}) does not state the applicant's actual values: "
-                + ", ".join(diffs)
+                f"reason {i} ({code}) states the values {', '.join(sorted(values)) or 'none'}; "
+                f"it states {', '.join(names) or 'none'}"
+            )
+        for name in sorted(set(values) & set(want or {})):
+            assert want is not None
+            if _words(values[name]) != _words(want[name]):
+                problems.append(
+                    f"reason {i} ({code}) states {name}={values[name]!r}, not the applicant's "
+                    f"{want[name]!r}"
+                )
+        if "productName" in values and values["productName"] != product_name:
+            problems.append(
+                f"reason {i} ({code}) names the product {values['productName']!r}; the "
+                f"application is for {product_name!r}"
             )
         for name in entry.states:
             if not _states(text.sentence, values.get(name, "")):
@@ -486,6 +513,13 @@ def _v6_numbers_grounded(s: _Subject) -> tuple[bool, str]:
             problems.append(f"reason {i} ({code}) has no approved wording to ground its numbers")
             continue
         grounding = expected.get(code, values)
+        for name in sorted(set(values) & set(grounding)):
+            got, want = numbers_in(values[name]), numbers_in(grounding[name])
+            if got != want:
+                problems.append(
+                    f"reason {i} ({code}) value {name} states the numbers "
+                    f"[{' '.join(got)}], the decision [{' '.join(want)}]"
+                )
         try:
             allowed = [Counter(numbers_in(v)) for v in _variants(entry, grounding)]
         except _Missing as missing:
@@ -493,12 +527,12 @@ def _v6_numbers_grounded(s: _Subject) -> tuple[bool, str]:
             continue
         stated = Counter(numbers_in(text.sentence))
         if stated not in allowed:
-            want = " ".join(sorted(allowed[0].elements()))
-            got = " ".join(sorted(stated.elements()))
-            problems.append(f"reason {i} ({code}) states the numbers [{got}], not [{want}]")
+            want_all = " ".join(sorted(allowed[0].elements()))
+            got_all = " ".join(sorted(stated.elements()))
+            problems.append(f"reason {i} ({code}) states the numbers [{got_all}], not [{want_all}]")
     if problems:
         return False, _joined(problems)
-    return True, "every number in a reason is one its approved wording states"
+    return True, "every number a reason states is one its approved wording states"
 
 
 def _first_difference(want: list[str], got: list[str]) -> str:
@@ -607,6 +641,7 @@ def _v8_approved_wording(s: _Subject) -> tuple[bool, str]:
             problems.append(
                 f"reason {i} ({code}) is not an approved wording: {_short(text.sentence)}"
             )
+    problems += _bureau_values(s)
     if len(s.text_reasons) > len(n.reasons):
         problems.append(f"{len(s.text_reasons) - len(n.reasons)} reason sentence(s) without a code")
     if len(n.reasons) > len(s.text_reasons):
@@ -622,7 +657,49 @@ def _v8_approved_wording(s: _Subject) -> tuple[bool, str]:
         ]
     if problems:
         return False, _joined(problems)
-    return True, "ASCII text; every reason an approved wording; no promise"
+    return True, "ASCII text; every reason an approved wording; no promise; bureau values in form"
+
+
+def _bureau_values(s: _Subject) -> list[str]:
+    """Every bureau value the notice states, in its strict format: a key factor's value
+    in a reason's values, and the credit-score disclosure's lines that print one."""
+    formats, problems = s.pins.formats, []
+    for i, reason in enumerate(s.notice.reasons, start=1):
+        entry = s.entry(reason.code)
+        if entry is None or entry.bureau_code is None or KEY_FACTOR_VALUE not in reason.values:
+            continue
+        wrong = formats.check_key_factor(entry.bureau_code, reason.values[KEY_FACTOR_VALUE])
+        if wrong is not None:
+            problems.append(f"reason {i} ({reason.code}) states a bureau value: {wrong}")
+    heading = s.pins.frame["creditScore.heading"]
+    disclosure = [p for p in s.paragraphs if p.split("\n", 1)[0] == heading]
+    if not disclosure:
+        return problems
+    score = s.expectation.credit_score
+    shown = _key_factors(s.pins, score.key_factors) if score is not None else []
+    disclosure_lines = disclosure[0].split("\n")
+    for line_pins in s.pins.bureau_lines:
+        per_factor = len(line_pins.strict) > 1
+        lines = [
+            line
+            for line in disclosure_lines
+            if line.startswith(line_pins.prefix) and line_pins.loose.fullmatch(line)
+        ]
+        for k, line in enumerate(lines):
+            code = shown[k].code if per_factor and k < len(shown) else None
+            if code is not None and code not in line_pins.strict:
+                problems.append(f"key factor {code} has no format in {formats.name}")
+                continue
+            if line_pins.strict[code].fullmatch(line) is None:
+                off = [f for f, p in line_pins.each.items() if p.fullmatch(line) is None]
+                if per_factor:
+                    off.append(f"key factor {code}" if code else "a key factor")
+                what = ", ".join(off) or "its bureau values"
+                problems.append(
+                    f"the credit-score disclosure states {what} in a form the bureau never "
+                    f"uses: {_short(line)}"
+                )
+    return problems
 
 
 _CHECKS: dict[str, Check] = {
