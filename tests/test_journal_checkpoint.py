@@ -14,6 +14,8 @@ same text with the same key reproduces Go's signature.
 from __future__ import annotations
 
 import base64
+import datetime as dt
+import hashlib
 import os
 import stat
 from pathlib import Path
@@ -23,7 +25,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import given
 from hypothesis import strategies as st
 
+from credit.canonical import canonical_bytes
 from credit.errors import InputError, JournalIntegrityError
+from credit.journal import InMemoryStore
 from credit.journal.checkpoint import (
     Checkpoint,
     NoteSignature,
@@ -41,6 +45,7 @@ from credit.journal.keys import SigningKey, VerifierKey, load_verifier
 from credit.journal.merkle import (
     EMPTY_ROOT,
     consistency_proof,
+    inclusion_proof,
     leaf_hash,
     root,
     verify_consistency,
@@ -638,3 +643,39 @@ def test_a_kept_checkpoint_proves_the_log_grew_from_it(tmp_path: Path) -> None:
     assert not verify_consistency(
         old.size, new.size, old.root_hash, root(truncated_then_regrown), proof
     )
+
+
+# ------------------------------------------------------------------ the documented example
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now_at = dt.datetime(2026, 11, 30, 9, 0, tzinfo=dt.UTC)
+
+    def now(self) -> dt.datetime:
+        self.now_at += dt.timedelta(seconds=1)
+        return self.now_at
+
+
+def test_the_example_in_docs_journal_md_is_what_this_code_produces() -> None:
+    """docs/journal.md shows a five-entry journal, its leaf hash, two checkpoints, a
+    verifier key and two proofs; each is what the code makes today."""
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "journal.md").read_text()
+    store = InMemoryStore(_Clock())
+    store.append("C-1", "intake.accepted", {"income": "120000.00"})
+    store.append("C-2", "intake.accepted", {"income": "64000.00"})
+    store.append("C-1", "review.passed", {"checks": ["fair-lending"]})
+    store.append("C-2", "review.passed", {"checks": []})
+    store.append("C-1", "notice.sent", {"channel": "mail"})
+    leaves = [leaf_hash(canonical_bytes(entry.to_wire())) for entry in store.entries()]
+    seed = hashlib.sha256(b"docs/journal.md example key").digest()
+    key = SigningKey(ORIGIN, Ed25519PrivateKey.from_private_bytes(seed))
+
+    assert canonical_bytes(store.entries()[2].to_wire()).decode() in doc
+    assert leaves[2].hex() in doc
+    assert str(key.verifier) in doc
+    for size in (3, 5):
+        checkpoint = sign_checkpoint(ORIGIN, size, root(leaves[:size]), key).decode()
+        assert f"```\n{checkpoint}```" in doc
+    for value in (*inclusion_proof(2, 5, leaves), *consistency_proof(3, 5, leaves)):
+        assert value.hex() in doc or f"{value.hex()[:4]}...{value.hex()[-4:]}" in doc

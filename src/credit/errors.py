@@ -434,15 +434,12 @@ class JournalIntegrityError(CreditError, RuntimeError):
         super().__init__(self.__str__())
 
     def __str__(self) -> str:
-        where = []
-        if self.checkpoint is not None:
-            where.append(f"checkpoint {self.checkpoint}")
-        if self.tree_size is not None:
-            where.append(f"tree size {self.tree_size}")
-        if self.seq is not None:
-            where.append(f"entry {self.seq}")
-        if self.line is not None:
-            where.append(f"line {self.line}")
-        prefix = ", ".join(where)
+        places = (
+            ("checkpoint", self.checkpoint),
+            ("tree size", self.tree_size),
+            ("entry", self.seq),
+            ("line", self.line),
+        )
+        prefix = ", ".join(f"{name} {value}" for name, value in places if value is not None)
         text = f"{self.check}: {self.message}"
         return f"{prefix}: {text}" if prefix else text

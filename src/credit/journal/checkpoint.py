@@ -2,13 +2,15 @@
 (https://c2sp.org/tlog-checkpoint) as a C2SP signed note (https://c2sp.org/signed-note),
 byte for byte what golang.org/x/mod/sumdb/note signs and opens::
 
-    credit.example/journal                                     origin
-    42                                                         tree size, decimal
-    2nGPTnpGYTs2vtOkLbkyX6ULEWbm/K+DDezxIWa0vWs=               root hash, base64
-                                                               (extension lines, if any)
-                                                               a blank line
-    — credit.example/journal 9J0W5L2c...6Q0Ag=                 signature lines:
-                                                               base64(key id || Ed25519)
+    credit.example/journal                           origin
+    5                                                tree size, decimal
+    idZA3XMI6ALyUmHNnZiryyvK+CmhotvyYlV+QnJWsqU=     root hash, base64
+                                                     (extension lines, if any)
+                                                     a blank line
+    — credit.example/journal EUt7aZLIY1Qs...a5YAc=   signature lines:
+                                                     base64(key id || Ed25519)
+
+(the example of docs/journal.md, in full there with its verifier key).
 
 The note text (the body, with its final newline) is what is signed. A note is valid
 UTF-8 with no ASCII control character but the newline; its text ends at the last blank
