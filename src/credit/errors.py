@@ -49,10 +49,15 @@ like, so callers that only know Python's builtins still catch it sensibly::
     ├── AccessError (PermissionError)      the service refused a caller: status (401 no or
     │                                      bad credentials, 403 a role not allowed), field,
     │                                      principal, role
-    └── ServiceError (RuntimeError)        a service request cannot be done as asked: status
-        │                                  (404, 409, 413, ...), case, field
-        └── AlreadyDecidedError            decide on a case already decided (or being
-                                           decided by another request): 409, case
+    ├── ServiceError (RuntimeError)        a service request cannot be done as asked: status
+    │   │                                  (404, 409, 413, ...), case, field
+    │   └── AlreadyDecidedError            decide on a case already decided (or being
+    │                                      decided by another request): 409, case
+    └── JournalIntegrityError (RuntimeError)
+                                           the log failed verification (a malformed or
+                                           badly signed checkpoint, a fork, a bad proof or
+                                           entry MAC): check, checkpoint, tree size, entry
+                                           seq, line
 """
 
 from __future__ import annotations
@@ -69,6 +74,7 @@ __all__ = [
     "GovernanceError",
     "InputError",
     "IntakeConflictError",
+    "JournalIntegrityError",
     "MissingExtraError",
     "ModelApiError",
     "ModelSessionError",
@@ -629,3 +635,43 @@ class AlreadyDecidedError(ServiceError):
 
     def __init__(self, message: str, *, case_id: str | None = None) -> None:
         super().__init__(message, status=409, case_id=case_id)
+
+
+class JournalIntegrityError(CreditError, RuntimeError):
+    """The journal, or what vouches for it outside the database, failed verification.
+
+    ``check`` names the check that failed (``note``, ``body``, ``unknown-key``,
+    ``signature``, ``origin``, ``fork``, ``file-name``, or the store's own:
+    ``inclusion``, ``consistency``, ``entry-mac``, ...); ``checkpoint`` is the
+    checkpoint file, ``tree_size`` the tree size, ``seq`` the journal entry and
+    ``line`` the 1-based line of the checkpoint text, each when known.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        check: str,
+        checkpoint: str | None = None,
+        tree_size: int | None = None,
+        seq: int | None = None,
+        line: int | None = None,
+    ) -> None:
+        self.message = message
+        self.check = check
+        self.checkpoint = checkpoint
+        self.tree_size = tree_size
+        self.seq = seq
+        self.line = line
+        super().__init__(self.__str__())
+
+    def __str__(self) -> str:
+        places = (
+            ("checkpoint", self.checkpoint),
+            ("tree size", self.tree_size),
+            ("entry", self.seq),
+            ("line", self.line),
+        )
+        prefix = ", ".join(f"{name} {value}" for name, value in places if value is not None)
+        text = f"{self.check}: {self.message}"
+        return f"{prefix}: {text}" if prefix else text
