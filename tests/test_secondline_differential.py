@@ -97,7 +97,7 @@ def test_the_compared_population_reaches_every_step_reason_offer_and_refusal(
     steps = Counter(d.step for d in decided)
     assert set(steps) == set(POLICY["steps"].value) and min(steps.values()) > 1_000
     codes = {code for d in decided for code in d.reason_codes}
-    assert codes == set(default_catalogue().codes()), "every catalogued reason is stated"
+    assert codes == set(default_catalogue().rule_codes()), "every rule reason is stated"
     assert sum(len(d.reasons) == POLICY["maxReasons"].value for d in decided) > 100
     offers = [d for d in decided if d.offer is not None]
     assert sum(1 for d in offers if d.product == "card") > 100
