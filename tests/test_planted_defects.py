@@ -111,3 +111,82 @@ def test_with_no_defect_planted_credit_eval_passes_every_row() -> None:
     result = CliRunner().invoke(app, ["eval"])
     assert result.exit_code == 0, result.output
     assert f"{len(run_all(POLICY).results)} passed, 0 failed" in result.output
+
+
+# ---------------------------------------------------------------------- Backstop itself
+
+
+def _payload(outcome: Any) -> dict[str, Any]:
+    """The decision entry's payload the governed turn records for an underwriting."""
+    payload: dict[str, Any] = {
+        "decision": outcome.decision.to_wire(),
+        "reasons": [{"code": r.code, "values": dict(r.values)} for r in outcome.reasons],
+        "status": "held",
+        "underwriter": "rules",
+    }
+    if outcome.counteroffer is not None:
+        payload["offer"] = {"payment": outcome.counteroffer.payment}
+    return payload
+
+
+BACKSTOP_GENERATED = 1_500
+
+
+@pytest.fixture(scope="module")
+def renamed(population: list[Case]) -> list[tuple[Case, dict[str, Any] | None]]:
+    """The bundled cases and some generated ones, each under an id of its own, with the
+    sound underwriter's record (None where it refuses the case)."""
+    cases = population[: len(bundled_cases()) + BACKSTOP_GENERATED]
+    out: list[tuple[Case, dict[str, Any] | None]] = []
+    for i, case in enumerate(cases):
+        case = case.model_copy(update={"case_id": f"P{i:05d}"})
+        outcome = underwritten(case, POLICY)
+        out.append((case, None if isinstance(outcome, tuple) else _payload(outcome)))
+    return out
+
+
+@pytest.mark.parametrize("name", list(DEFECTS))
+def test_backstop_holds_every_case_a_planted_defect_changes_and_no_other(
+    name: str,
+    renamed: list[tuple[Case, dict[str, Any] | None]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The defect in the underwriter: each case whose recorded decision (with its
+    reasons and a counteroffer's payment) the defect changed is held by Backstop with a
+    disagreement naming the field; a case it did not change gets none. (A case the
+    defect leaves undecidable records no decision: the governed turn fails, a person's
+    item; there is nothing for Backstop to review.)"""
+    from credit.governance.backstop import Backstop
+    from credit.governance.onramp import case_document
+    from credit.journal import InMemoryStore
+
+    cases = [case for case, _ in renamed]
+    sound = {case.case_id: payload for case, payload in renamed}
+    DEFECTS[name](monkeypatch)
+    store = InMemoryStore()
+    changed: set[str] = set()
+    undecidable: set[str] = set()
+    for case in cases:
+        outcome = underwritten(case, POLICY)
+        if isinstance(outcome, tuple):
+            if sound[case.case_id] is not None:
+                undecidable.add(case.case_id)
+            continue
+        payload = _payload(outcome)
+        store.put_case(case.case_id, case_document(case))
+        store.record_decision(case.case_id, payload)
+        want = sound[case.case_id]
+        if want is None or {**payload, "decision": {**payload["decision"], "policyBasis": []}} != {
+            **want,
+            "decision": {**want["decision"], "policyBasis": []},
+        }:
+            changed.add(case.case_id)
+    monkeypatch.undo()
+    backstop = Backstop(store)
+    disagreeing = {
+        case_id
+        for case_id in store.case_ids()
+        if any(f.code == "backstop.disagreement" for f in backstop.review(case_id).findings)
+    }
+    assert changed or undecidable, f"{name} changed no case"
+    assert disagreeing == changed

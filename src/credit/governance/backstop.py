@@ -1,20 +1,27 @@
 """Backstop: the model-risk review (Orchestration, "Decision reviewed by ... Backstop").
 
-Backstop re-derives every recorded decision independently with the rules underwriter,
-from the same tool data the underwriter was served (the case document from
-``store.get_case``: application and credit report, never monitoring data) under the
-policy in force on the case's ``asOf`` date (from a
-:class:`~credit.policy.PolicyRegistry`), and compares. Its findings:
+Backstop re-derives every recorded decision on its own: with the second line
+(:mod:`credit.secondline`, a deliberate second implementation of the methodology that
+imports nothing of the underwriter: an import contract proves it), from the same tool
+data the underwriter was served (the case document from ``store.get_case``:
+application and credit report, never monitoring data) under the policy in force on the
+case's ``asOf`` date, and compares every figure. Its findings:
 
 * ``backstop.disagreement`` (holds): the recorded decision differs from the
-  re-derivation in the decision, the terms, the score band, the DTI, the LTV or the
-  credit factors. Each differing field is one finding, with both values.
+  re-derivation in the decision, the terms, the score band, the DTI, the LTV, the
+  reason codes or their order, a reason's stated value, a factor's wording, or a
+  counteroffer's payment. Each differing field is one finding, naming the field and
+  both values.
 * ``backstop.policy_version`` (holds): the policy cited in ``policyBasis[0]``
   (``policy=<name> v<version> effective <date> sha256:<hex>``) is not the one in force
   on the case's date, by SHA-256 and version; or the citation is missing or malformed.
-* ``backstop.confidence_floor`` (holds): an approve, decline or counteroffer whose
-  confidence is below the policy's ``confidenceFloor``. (A referral already goes to a
-  person.)
+* ``backstop.confidence_floor`` (holds): an underwriter's approve, decline or
+  counteroffer whose confidence is below the policy's ``confidenceFloor``. (A referral
+  already goes to a person.) ``backstop.confidence_differs`` (recorded): the
+  underwriter's confidence is not the methodology's (docs/confidence.md).
+* ``backstop.policy_exception`` (holds, for two reviewers): a credit officer's
+  decision less favourable than the policy derives for the file, or with terms outside
+  the policy's caps, prices or bounds.
 * ``backstop.within_margin`` (recorded, does not hold): the case sits within a review
   margin (score, DTI or LTV), so a person looks at it anyway.
 * ``backstop.case_unreadable`` / ``backstop.decision_unreadable`` /
@@ -39,18 +46,27 @@ from credit.governance.findings import Finding, Review
 from credit.journal.base import Entry, Store
 from credit.kinds import OFFICER_DECIDED
 from credit.lifecycle import recorded_reasons
-from credit.models import Case, Decision, parse_case, parse_decision
+from credit.models import Application, Case, CreditReport, Decision, parse_case, parse_decision
 from credit.policy import Policy, PolicyRegistry
-from credit.reason_facts import file_facts, stated_values
-from credit.underwriting import request_figures
-from credit.underwriting.capacity import amortised_payment, card_payment, dti_pct, ltv_pct
-from credit.underwriting.engine import Underwriting, underwrite
+from credit.secondline import Derivation, Difference, compare, derive
+from credit.secondline.derive import capacity, score_band
+from credit.secondline.exact import amortised_payment, card_payment, dti_pct, ltv_pct
 
 __all__ = ["COMPARED_FIELDS", "Backstop", "PolicyCitation", "parse_policy_citation"]
 
-# The fields of a Decision the re-derivation must match (the outcome contract's
-# content; the confidence is the underwriter's own and is judged against the floor).
-COMPARED_FIELDS = ("decision", "terms", "scoreBand", "dtiPct", "ltvPct", "factors")
+# The fields of a Decision the re-derivation must match (the outcome contract's content
+# and the reasons; the confidence is judged against the floor).
+COMPARED_FIELDS = (
+    "decision",
+    "terms",
+    "scoreBand",
+    "dtiPct",
+    "ltvPct",
+    "reasonCodes",
+    "reasons",
+    "factors",
+    "offer.payment",
+)
 
 _CITATION = re.compile(
     r"^policy=(?P<name>.+) v(?P<version>\S+) effective (?P<effective>\d{4}-\d{2}-\d{2}) "
@@ -78,30 +94,21 @@ def parse_policy_citation(text: str) -> PolicyCitation | None:
     return PolicyCitation(**match.groupdict())
 
 
-def _value(decision: Decision, field: str) -> Any:
-    return {
-        "decision": decision.decision,
-        "terms": decision.terms,
-        "scoreBand": decision.score_band,
-        "dtiPct": decision.dti_pct,
-        "ltvPct": decision.ltv_pct,
-        "factors": decision.factors,
-    }[field]
-
-
 def _wire(value: Any) -> Any:
     if value is None or isinstance(value, (str, Decimal, int)):
         return value
     if isinstance(value, tuple):
-        return list(value)
+        return [_wire(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): _wire(v) for k, v in value.items()}
     to_wire = getattr(value, "to_wire", None)
     if callable(to_wire):
         return to_wire()
-    return str(value)  # pragma: no cover - every compared field is one of the above
+    return str(value)
 
 
 class Backstop:
-    """The model-risk review: an independent re-derivation by the rules underwriter."""
+    """The model-risk review: an independent re-derivation (the second line)."""
 
     name = "backstop"
 
@@ -114,7 +121,7 @@ class Backstop:
     ) -> None:
         self.store = store
         self.registry = registry or PolicyRegistry.bundled()
-        self.catalogue = catalogue
+        self.catalogue = catalogue or default_catalogue()
         # The order of outcomes, least favourable first (the fair-lending review's data).
         self.outcome_order = default_fair_lending_config().outcome_order
 
@@ -148,12 +155,8 @@ class Backstop:
         basis["policyInForce"] = policy.label
         basis["policySha256"] = policy.sha256
         findings.extend(self._policy_version(decision, policy))
-        if entry.kind == OFFICER_DECIDED:
-            findings.extend(self._officer(decision, entry, case, policy, basis))
-            return done()
-        findings.extend(self._floor(decision, policy))
         try:
-            derived = underwrite(
+            derived: Derivation | None = derive(
                 case.application,
                 case.credit_report,
                 policy,
@@ -162,15 +165,26 @@ class Backstop:
                 catalogue=self.catalogue,
             )
         except CreditError as err:
-            findings.append(
-                _holds("rederivation_failed", f"the rules underwriter could not decide it: {err}")
-            )
+            derived = None
+            basis["derivedDecision"] = f"none ({err})"
+            if entry.kind != OFFICER_DECIDED:
+                findings.append(
+                    _holds("rederivation_failed", f"the second line could not decide it: {err}")
+                )
+                return done()
+        if derived is not None:
+            basis["derivedDecision"] = derived.decision
+            basis["derivedStep"] = derived.step
+        if entry.kind == OFFICER_DECIDED:
+            findings.extend(self._officer(decision, entry, case, policy, derived))
             return done()
-        basis["derivedDecision"] = derived.decision.decision
-        basis["derivedStep"] = derived.step
-        findings.extend(_disagreements(decision, derived.decision))
+        assert derived is not None
+        findings.extend(self._floor(decision, policy))
+        findings.extend(_disagreements(decision, entry.payload, derived))
         findings.extend(_within_margin(derived))
         return done()
+
+    # ------------------------------------------------------------ a person's decision
 
     def _officer(
         self,
@@ -178,55 +192,45 @@ class Backstop:
         entry: Entry,
         case: Case,
         policy: Policy,
-        basis: dict[str, Any],
+        derived: Derivation | None,
     ) -> list[Finding]:
         """A credit officer's decision: a policy exception holds it for two reviewers;
         its figures and reasons must be the file's."""
         findings: list[Finding] = []
         app, report = case.application, case.credit_report
         try:
-            figures = request_figures(app, report, policy, case_id=case.case_id)
+            band = score_band(report.score, policy, case_id=case.case_id)
+            figures = capacity(app, report.score, band, policy)
         except CreditError as err:
             return [_holds("rederivation_failed", f"the request's figures: {err}")]
         for field, got, want in (
-            ("scoreBand", decision.score_band, figures.band),
+            ("scoreBand", decision.score_band, band),
             ("dtiPct", decision.dti_pct, figures.dti_pct),
             ("ltvPct", decision.ltv_pct, figures.ltv_pct),
         ):
             if got != want:
-                findings.append(
-                    _holds(
-                        "disagreement",
-                        f"{field}: recorded {got}, the request's figure is {want}",
-                        field=field,
-                        recorded=_wire(got),
-                        derived=_wire(want),
-                    )
-                )
-        findings.extend(self._officer_reasons(decision, entry, case, policy))
-        exceptions: list[str] = []
-        try:
-            derived = underwrite(
-                app,
-                report,
-                policy,
-                case_id=case.case_id,
-                as_of=case.as_of,
-                catalogue=self.catalogue,
+                findings.append(_disagreement(Difference(field, got, want), "the request's figure"))
+        findings.extend(
+            self._officer_reasons(
+                entry.payload, app, report, policy, figures.dti_pct, figures.ltv_pct
             )
-        except CreditError as err:
-            derived = None
-            basis["derivedDecision"] = f"none ({err})"
+        )
+        exceptions: list[str] = []
         if derived is not None:
-            basis["derivedDecision"] = derived.decision.decision
             order = self.outcome_order
-            want = derived.decision.decision
+            want = derived.decision
             if want != "refer" and order.index(decision.decision) < order.index(want):
                 exceptions.append(
                     f"a {decision.decision} is less favourable than the {want} the policy "
                     "derives for this file"
                 )
-        exceptions += _outside_policy(decision, case, policy, figures.band)
+        exceptions += _outside_policy(decision, case, policy, band)
+        payment = _offered_payment(decision, app, policy)
+        recorded_payment = (entry.payload.get("offer") or {}).get("payment")
+        if decision.decision == "counteroffer" and recorded_payment != payment:
+            findings.append(
+                _disagreement(Difference("offer.payment", recorded_payment, payment), "the terms'")
+            )
         findings += [
             _holds("policy_exception", f"policy exception: {text}", decision=decision.decision)
             for text in exceptions
@@ -234,42 +238,39 @@ class Backstop:
         return findings
 
     def _officer_reasons(
-        self, decision: Decision, entry: Entry, case: Case, policy: Policy
+        self,
+        payload: Mapping[str, Any],
+        app: Application,
+        report: CreditReport,
+        policy: Policy,
+        dti: Decimal,
+        ltv: Decimal | None,
     ) -> list[Finding]:
-        """Each recorded reason states the figures the file gives it."""
-        catalogue = self.catalogue or default_catalogue()
-        recorded = recorded_reasons(entry.payload) or ()
-        facts = file_facts(
-            case.application,
-            case.credit_report,
-            policy,
-            catalogue,
-            dti_pct=decision.dti_pct,
-            ltv_pct=decision.ltv_pct,
-        )
+        """Each recorded reason is one a person may cite, and states the figures the file
+        gives it (checked here by a second mapping of the catalogue's fields, written
+        apart from credit.reason_facts, which stated them)."""
         findings: list[Finding] = []
-        for i, (code, values) in enumerate(recorded):
-            if code not in catalogue or not catalogue[code].person_may_cite:
+        for i, (code, values) in enumerate(recorded_reasons(payload) or ()):
+            entry = self.catalogue.entries.get(code)
+            if entry is None or not entry.person_may_cite:
                 findings.append(
                     _holds("disagreement", f"reasons[{i}]: {code} may not be cited by a person")
                 )
                 continue
-            try:
-                want = stated_values(catalogue[code], facts)
-            except CreditError as err:
-                findings.append(_holds("disagreement", f"reasons[{i}]: {err}"))
-                continue
-            if dict(values) != want:
-                findings.append(
-                    _holds(
-                        "disagreement",
-                        f"reasons[{i}].values: recorded {dict(values)}, the file gives {want}",
-                        field=f"reasons[{i}].values",
-                        recorded=dict(values),
-                        derived=want,
+            for name in entry.states:
+                want = _file_value(name, entry.bureau_code, entry.derogatory_kinds, app, report)
+                if want is None:
+                    want = _policy_value(name, app, policy, self.catalogue, dti, ltv)
+                got = values.get(name)
+                if got != want:
+                    findings.append(
+                        _disagreement(
+                            Difference(f"reasons[{i}].values.{name}", got, want), "the file's"
+                        )
                     )
-                )
         return findings
+
+    # ------------------------------------------------------------ reading and checks
 
     def _case(self, case_id: str, findings: list[Finding]) -> Case | None:
         document = self.store.get_case(case_id)
@@ -332,6 +333,91 @@ class Backstop:
         ]
 
 
+def _money(value: Decimal) -> str:
+    """``$24,000.00`` (Backstop's own, to check the figures a reason states)."""
+    whole, _, cents = f"{value.quantize(Decimal('0.01')):f}".partition(".")
+    groups: list[str] = []
+    while len(whole) > 3:
+        groups.insert(0, whole[-3:])
+        whole = whole[:-3]
+    return "$" + ",".join([whole, *groups]) + "." + cents
+
+
+def _file_value(
+    name: str,
+    bureau_code: str | None,
+    kinds: tuple[str, ...],
+    app: Application,
+    report: CreditReport,
+) -> str | None:
+    """A figure a reason states that comes straight from the case file."""
+    simple: dict[str, Any] = {
+        "tradelines": report.tradelines,
+        "historyMonths": report.history_months,
+        "bureauName": report.bureau.name,
+        "score": report.score,
+    }
+    if name in simple and simple[name] is not None:
+        return str(simple[name])
+    money: dict[str, Decimal | None] = {
+        "annualIncome": app.annual_income,
+        "monthlyDebtPayments": app.monthly_debt_payments,
+        "vehicleValue": app.vehicle_value,
+        "requestedAmount": app.requested_amount,
+    }
+    amount = money.get(name)
+    if amount is not None:
+        return _money(amount)
+    if name == "keyFactorValue":
+        found = [k.value for k in report.key_factors if k.code == bureau_code]
+        return found[0] if found else None
+    months = [d.months_ago for d in report.derogatories if d.kind in kinds]
+    if name == "derogatoryCount" and months:
+        return str(len(months))
+    if name == "lastDerogatoryMonthsAgo" and months:
+        return str(min(months))
+    return None
+
+
+def _policy_value(
+    name: str,
+    app: Application,
+    policy: Policy,
+    catalogue: Catalogue,
+    dti: Decimal,
+    ltv: Decimal | None,
+) -> str | None:
+    """A figure a reason states from the policy, or the request's ratios."""
+    p = f"products.{app.product}"
+    if name == "productName":
+        return catalogue.product_names[app.product]
+    if name == "minScore":
+        return str(policy[f"{p}.minScore"].value)
+    if name == "maxDtiPct":
+        return str(policy[f"{p}.maxDtiPct"].value)
+    if name == "maxLtvPct" and app.product == "auto":
+        return str(policy[f"{p}.maxLtvPct"].value)
+    if name == "dtiPct":
+        return str(dti)
+    if name == "ltvPct" and ltv is not None:
+        return str(ltv)
+    return None
+
+
+def _offered_payment(decision: Decision, app: Application, policy: Policy) -> Decimal | None:
+    terms = decision.terms
+    if terms is None or terms.apr is None:
+        return None
+    money: Decimal = policy["rounding.money"].value
+    if app.product == "auto":
+        if terms.amount is None or terms.term_months is None:
+            return None
+        return amortised_payment(terms.amount, terms.apr, terms.term_months, money)
+    if terms.credit_line is None:
+        return None
+    return card_payment(terms.credit_line, policy["products.card.paymentPctOfLine"].value, money)
+
+
 def _outside_policy(decision: Decision, case: Case, policy: Policy, band: str) -> list[str]:
     """The ways an approval's or a counteroffer's terms leave the policy: a score under
     the product minimum (or none), a price other than the band's, a term not offered,
@@ -352,27 +438,25 @@ def _outside_policy(decision: Decision, case: Case, policy: Policy, band: str) -
         price = policy[f"pricing.{product}.{band}.apr"].value
         if terms.apr != price:
             out.append(f"APR {terms.apr}% is not the {band} band's {price}%")
-    money_q: Decimal = policy["rounding.money"].value
-    pct_q: Decimal = policy["rounding.percent"].value
-    if terms.apr is None:
-        return [*out, "the terms state no APR"]
+    pct: Decimal = policy["rounding.percent"].value
+    payment = _offered_payment(decision, app, policy)
+    if payment is None:
+        return [*out, "the terms do not state what the product needs"]
     if product == "auto":
-        if terms.amount is None or terms.term_months is None or app.vehicle_value is None:
-            return [*out, "the terms state no amount and term"]
+        assert terms.amount is not None and terms.term_months is not None
+        assert app.vehicle_value is not None
         allowed = policy[f"{p}.termsAllowed"].value
         if terms.term_months not in allowed:
             out.append(f"a term of {terms.term_months} months is not offered ({allowed})")
         minimum = policy[f"{p}.minAmount"].value
         if terms.amount < minimum:
             out.append(f"amount {terms.amount} is below the product minimum {minimum}")
-        payment = amortised_payment(terms.amount, terms.apr, terms.term_months, money_q)
-        ltv = ltv_pct(terms.amount, app.vehicle_value, pct_q)
+        ltv = ltv_pct(terms.amount, app.vehicle_value, pct)
         cap = policy[f"{p}.maxLtvPct"].value
         if ltv > cap:
             out.append(f"the offered LTV {ltv}% is over the cap {cap}%")
     else:
-        if terms.credit_line is None:
-            return [*out, "the terms state no credit line"]
+        assert terms.credit_line is not None
         minimum = policy[f"{p}.minLine"].value
         if terms.credit_line < minimum:
             out.append(f"line {terms.credit_line} is below the product minimum {minimum}")
@@ -380,8 +464,7 @@ def _outside_policy(decision: Decision, case: Case, policy: Policy, band: str) -
             band_line = policy[f"pricing.card.{band}.line"].value
             if terms.credit_line > band_line:
                 out.append(f"line {terms.credit_line} is over the {band} band's {band_line}")
-        payment = card_payment(terms.credit_line, policy[f"{p}.paymentPctOfLine"].value, money_q)
-    dti = dti_pct(app.monthly_debt_payments, payment, app.annual_income, pct_q)
+    dti = dti_pct(app.monthly_debt_payments, payment, app.annual_income, pct)
     cap = policy[f"{p}.maxDtiPct"].value
     if dti > cap:
         out.append(f"the offered DTI {dti}% is over the cap {cap}%")
@@ -392,21 +475,44 @@ def _holds(code: str, message: str, **detail: Any) -> Finding:
     return Finding(code=f"backstop.{code}", holds=True, message=message, detail=detail)
 
 
-def _disagreements(recorded: Decision, derived: Decision) -> list[Finding]:
+def _disagreement(difference: Difference, source: str = "the second line's") -> Finding:
+    return _holds(
+        "disagreement",
+        f"{difference.field}: recorded {_show(difference.recorded)}, {source} derivation is "
+        f"{_show(difference.derived)}",
+        field=difference.field,
+        recorded=_wire(difference.recorded),
+        derived=_wire(difference.derived),
+    )
+
+
+def _disagreements(
+    recorded: Decision, payload: Mapping[str, Any], derived: Derivation
+) -> list[Finding]:
     findings: list[Finding] = []
-    for field in COMPARED_FIELDS:
-        got, want = _value(recorded, field), _value(derived, field)
-        if got == want:
-            continue
-        findings.append(
-            _holds(
-                "disagreement",
-                f"{field}: recorded {_show(got)}, the rules underwriter derives {_show(want)}",
-                field=field,
-                recorded=_wire(got),
-                derived=_wire(want),
+    for difference in compare(recorded, recorded_reasons(payload), derived):
+        if difference.field == "confidence":
+            findings.append(
+                Finding(
+                    code="backstop.confidence_differs",
+                    holds=False,
+                    message=f"confidence: recorded {difference.recorded}, the methodology "
+                    f"gives {difference.derived} (docs/confidence.md)",
+                    detail={
+                        "recorded": _wire(difference.recorded),
+                        "derived": _wire(difference.derived),
+                    },
+                )
             )
-        )
+            continue
+        findings.append(_disagreement(difference))
+    if recorded.decision == "counteroffer" and derived.decision == "counteroffer":
+        offer = payload.get("offer")
+        payment = offer.get("payment") if isinstance(offer, Mapping) else None
+        if payment != derived.offer_payment:
+            findings.append(
+                _disagreement(Difference("offer.payment", payment, derived.offer_payment))
+            )
     return findings
 
 
@@ -419,16 +525,21 @@ def _show(value: Any) -> str:
     return str(shown)
 
 
-def _within_margin(derived: Underwriting) -> list[Finding]:
+def _within_margin(derived: Derivation) -> list[Finding]:
     codes = [c for c in derived.reason_codes if c in _MARGIN_CODES]
     if not codes:
         return []
+    texts = list(derived.factors)
     return [
         Finding(
             code="backstop.within_margin",
             holds=False,
             message="the case is within a review margin: "
-            + "; ".join(r.text for r in derived.reasons if r.code in _MARGIN_CODES),
+            + "; ".join(
+                t
+                for (code, _), t in zip(derived.reasons, texts, strict=True)
+                if code in _MARGIN_CODES
+            ),
             detail={"reasonCodes": codes},
         )
     ]
