@@ -33,6 +33,7 @@ from typing import Any, Final, TypeVar
 from credit.catalogue import Catalogue, default_catalogue
 from credit.clock import Clock, clock_from_env
 from credit.errors import AccessError, CaseStateError, NoticeError, SendRefusedError
+from credit.governance.equipoise import ComparisonPool
 from credit.governance.keystone import GateAction, Keystone
 from credit.governance.officer import OfficerDecision, build_officer_decision
 from credit.governance.refusal import build_refusal_surface
@@ -128,7 +129,7 @@ class CaseWork:
                 lives[case_id] = self.finish(case_id, pool=pool)
         return lives
 
-    def finish(self, case_id: str, *, pool: Any = None) -> CaseLife:
+    def finish(self, case_id: str, *, pool: ComparisonPool | None = None) -> CaseLife:
         """Finish the system's work on one case: review an undecided gate, send a
         released decision's notice. A step that fails is journaled once as
         ``turn.failed`` (a person takes the case over)."""

@@ -562,6 +562,8 @@ def fairness(database: DatabaseOption = None) -> None:
         highlight=False,
     )
     out.print(fairness_table(report))
+    for finding in report.findings:
+        out.print(f"[bold red]FINDING[/bold red] {escape(finding.message)}", highlight=False)
     flagged = report.flagged
     if not flagged:
         out.print(

@@ -5,22 +5,38 @@ through ``store.get_monitoring``; it runs without the fair-lending guard, and no
 it reads goes back to the underwriter. Its parameters are data
 (``data/fair-lending-review.yaml``), never constants here.
 
-Per decision (:meth:`Equipoise.review`):
+Per decision (:meth:`Equipoise.review`), each finding below **holds** the decision for
+the fair-lending reviewer:
 
-* **Prohibited basis cited** (fails, holds the decision): a credit factor or a
-  policy-basis entry cites a prohibited basis or a proxy for one, matched whole-word
-  by :func:`credit.fairness_terms.find_prohibited`.
-* **Comparative file review** (a finding, never a failure): similarly situated
-  applicants (same product, same score band, same DTI bucket and, for auto, the same
-  LTV bucket) in a different group of a compared attribute (race, ethnicity, sex, age
-  band) who received a more favourable outcome (in ``outcomeOrder``: decline <
-  counteroffer < refer < approve). A person weighs it; the numbers alone do not prove
-  disparate treatment.
+* ``equipoise.prohibited_basis_cited``: a credit factor or a policy-basis entry cites a
+  prohibited basis or a proxy for one (whole words, :func:`credit.fairness_terms
+  .find_prohibited`).
+* ``equipoise.comparative_disparity``: the comparative file review. The decision is
+  less favourable (``outcomeOrder``) than one already recorded for an applicant in
+  another group of a compared attribute (race, ethnicity, sex, age band) whose file is
+  equal or weaker on every factor the policy decides on (``comparative.factors``: the
+  score, DTI, LTV, the amount or line asked, the term, existing obligations, income,
+  collateral, the file's depth and disputes; each with its direction and how close
+  counts as equal). The finding names both cases and the factors. Referrals are
+  compared with nothing (``comparative.excludedOutcomes``): a referral is a decision not
+  yet taken. The policy's own rules are monotone in every listed factor, so its own
+  decisions never trigger this: a hold is a decision the policy would not have made
+  (a model's, a person's), or a defect.
+* ``equipoise.less_favourable_than_policy``: the decision is less favourable than the
+  policy's own derivation for the file (the second line's, :mod:`credit.secondline`):
+  a model's or a person's decision that takes from the applicant what the policy gives.
+* ``equipoise.prohibited_basis_in_data``: the fair-lending guard redacted a
+  prohibited-basis term from a value the underwriter was about to read (the data the
+  decision stands on carried a basis).
+* ``equipoise.decision_unreadable``: the decision cannot be read.
+
+Findings recorded for information (they do not hold): no monitoring data on file, or
+monitoring data that cannot be read (no comparative review then).
 
 Per portfolio (:meth:`Equipoise.portfolio`, :mod:`credit.governance.portfolio`): for
 each monitoring attribute, each group's approval rate and adverse impact ratio with
-seeded bootstrap confidence intervals, flagged against the four-fifths rule (0.80) and
-a watch line (0.90); too-small groups are reported as insufficient, never dropped.
+seeded bootstrap confidence intervals; a group whose interval lies wholly under the
+four-fifths line (0.80) is a finding (``credit fairness``, the console).
 
 Not formalised here: regression-based disparity analysis, intersectional groups, and
 proxy methods (BISG) for applicants who did not provide monitoring information.
@@ -28,16 +44,20 @@ proxy methods (BISG) for applicants who did not provide monitoring information.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from credit.errors import GovernanceError, InputError
+import numpy as np
+import numpy.typing as npt
+
+from credit.errors import CreditError, GovernanceError, InputError
 from credit.fairness_terms import ProhibitedTerms, default_prohibited_terms, find_prohibited
 from credit.governance.fair_lending import (
     NOT_PROVIDED,
+    ComparedFactor,
     FairLendingConfig,
-    RecordedDecision,
     default_fair_lending_config,
     group_of,
     read_monitoring,
@@ -45,65 +65,166 @@ from credit.governance.fair_lending import (
 from credit.governance.findings import Finding, Review
 from credit.governance.portfolio import PortfolioReport, adverse_impact_report, portfolio_rows
 from credit.journal.base import Entry, Store
-from credit.kinds import DECISION_KINDS, KEYSTONE_REJECTED
-from credit.models import Decision, MonitoringData, parse_decision
+from credit.kinds import DECISION_KINDS, GUARD_REDACTED, KEYSTONE_REJECTED
+from credit.models import Case, Decision, MonitoringData, parse_case, parse_decision
 from credit.policy import PolicyRegistry
+from credit.secondline import derive
 
-__all__ = ["Equipoise"]
+__all__ = ["ComparisonPool", "Equipoise", "file_factors"]
 
-
-# ---------------------------------------------------------------- per decision
-
-
-def _situation(decision: Decision, config: FairLendingConfig) -> tuple[str, str, int, int | None]:
-    """What makes two applicants similarly situated: product, band, DTI and LTV bucket."""
-    dti = int(decision.dti_pct // config.dti_bucket_pct)
-    ltv: int | None = None
-    if decision.product == "auto" and decision.ltv_pct is not None:
-        ltv = int(decision.ltv_pct // config.ltv_bucket_pct)
-    return decision.product, decision.score_band, dti, ltv
+_SHOWN = 5  # comparables named in a finding (the count is given in full)
 
 
-def _bucket_text(index: int, width: Decimal) -> str:
-    low = width * index
-    return f"{low}% to under {low + width}%"
+def file_factors(case: Case, decision: Decision) -> dict[str, Decimal | None]:
+    """The factors of a file the comparative review can weigh (None: not this
+    product's). DTI and LTV are the request's as the decision states them."""
+    app, report = case.application, case.credit_report
+    requested = app.requested_amount if app.product == "auto" else app.requested_line
+    existing = app.monthly_debt_payments * 1200 / app.annual_income
+    return {
+        "score": Decimal(report.score) if report.score is not None else None,
+        "dtiPct": decision.dti_pct,
+        "ltvPct": decision.ltv_pct,
+        "requested": requested,
+        "termMonths": Decimal(app.term_months) if app.term_months is not None else None,
+        "existingDebtPct": existing,
+        "annualIncome": app.annual_income,
+        "vehicleValue": app.vehicle_value,
+        "tradelines": Decimal(report.tradelines),
+        "historyMonths": Decimal(report.history_months),
+        "unresolvedDisputes": Decimal(len(report.unresolved_disputes)),
+    }
 
 
-def _citations(decision_wire: Mapping[str, Any], terms: ProhibitedTerms) -> list[Finding]:
-    findings: list[Finding] = []
-    for field in ("factors", "policyBasis"):
-        texts = decision_wire.get(field) or ()
-        if isinstance(texts, str) or not isinstance(texts, (list, tuple)):
-            continue
-        for i, text in enumerate(texts):
-            if not isinstance(text, str):
+def _strength(value: Decimal | None, factor: ComparedFactor) -> float:
+    """A factor as a strength (higher is stronger); a missing score is the weakest."""
+    if value is None:
+        return -np.inf if factor.stronger == "higher" else np.inf
+    number = float(value)
+    return number if factor.stronger == "higher" else -number
+
+
+@dataclass(slots=True)
+class _Product:
+    """The compared decisions of one product, as arrays (rebuilt when rows are added)."""
+
+    case_ids: list[str] = field(default_factory=list)
+    rows: list[tuple[int, int, list[float], list[int]]] = field(default_factory=list)
+    _built: int = -1
+    seq: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    rank: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    strength: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)))
+    groups: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
+
+    def arrays(self) -> _Product:
+        if self._built != len(self.rows):
+            self.seq = np.array([r[0] for r in self.rows], dtype=np.int64)
+            self.rank = np.array([r[1] for r in self.rows], dtype=np.int64)
+            self.strength = np.array([r[2] for r in self.rows], dtype=np.float64)
+            self.groups = np.array([r[3] for r in self.rows], dtype=np.int64)
+            self._built = len(self.rows)
+        return self
+
+
+class ComparisonPool:
+    """The decisions a comparative file review compares with: each case's current
+    decision (the underwriter's, or the latest officer's) that a person has not
+    rejected and that is not an excluded outcome, with its file's factors and its
+    applicant's groups. Read from the journal incrementally."""
+
+    def __init__(self, equipoise: Equipoise) -> None:
+        self._eq = equipoise
+        self._mark = 0
+        self._products: dict[str, _Product] = {}
+        self._where: dict[str, tuple[str, int]] = {}  # case -> (product, row) now in use
+        self._gone: set[str] = set()  # superseded or rejected
+        self._codes: list[dict[str, int]] = [{} for _ in equipoise.config.comparative_attributes]
+
+    def refresh(self) -> ComparisonPool:
+        eq = self._eq
+        for entry in eq.store.entries(
+            kinds=[*DECISION_KINDS, KEYSTONE_REJECTED], after_seq=self._mark
+        ):
+            self._mark = entry.seq
+            case_id = entry.case_id
+            if case_id is None:
                 continue
-            matches = find_prohibited(text, terms)
-            if not matches:
+            if entry.kind == KEYSTONE_REJECTED:
+                where = self._where.get(case_id)
+                about = entry.payload.get("decisionSeq")
+                if where is not None:
+                    product, row = self._where[case_id]
+                    if about is None or about == self._products[product].rows[row][0]:
+                        self._drop(case_id)
                 continue
-            findings.append(
-                Finding(
-                    code="equipoise.prohibited_basis_cited",
-                    holds=True,
-                    message=f"{field}[{i}] cites "
-                    + "; ".join(dict.fromkeys(m.describe() for m in matches)),
-                    detail={
-                        "field": f"{field}[{i}]",
-                        "text": text,
-                        "matches": [
-                            {
-                                "kind": m.kind,
-                                "name": m.name,
-                                "bases": list(m.bases),
-                                "term": m.term,
-                                "reference": m.reference,
-                            }
-                            for m in matches
-                        ],
-                    },
-                )
-            )
-    return findings
+            self._drop(case_id)
+            self._add(case_id, entry)
+        return self
+
+    def _drop(self, case_id: str) -> None:
+        where = self._where.pop(case_id, None)
+        if where is not None:
+            product, row = where
+            block = self._products[product]
+            seq, _, strength, groups = block.rows[row]
+            block.rows[row] = (seq, -1, strength, groups)  # rank -1: never compared again
+            block._built = -1
+
+    def _add(self, case_id: str, entry: Entry) -> None:
+        eq = self._eq
+        try:
+            decision = parse_decision(entry.payload.get("decision"), case_id=case_id)
+        except InputError:
+            return
+        if decision.decision in eq.config.comparative_excluded:
+            return
+        case = eq.case_of(case_id)
+        monitoring, _ = eq.monitoring_of(case_id)
+        if case is None or monitoring is None:
+            return
+        factors = file_factors(case, decision)
+        strength = [_strength(factors[f.name], f) for f in eq.config.comparative_factors]
+        groups = [
+            self._code(i, group_of(attribute, monitoring, eq.config))
+            for i, attribute in enumerate(eq.config.comparative_attributes)
+        ]
+        block = self._products.setdefault(decision.product, _Product())
+        block.case_ids.append(case_id)
+        block.rows.append((entry.seq, eq.config.rank(decision.decision), strength, groups))
+        block._built = -1
+        self._where[case_id] = (decision.product, len(block.rows) - 1)
+
+    def _code(self, attribute: int, group: str) -> int:
+        if group == NOT_PROVIDED:
+            return -1
+        codes = self._codes[attribute]
+        return codes.setdefault(group, len(codes))
+
+    def more_favourable_weaker(
+        self,
+        product: str,
+        seq: int,
+        rank: int,
+        strength: list[float],
+        groups: list[int],
+        tolerances: list[float],
+    ) -> tuple[list[str], npt.NDArray[np.bool_]]:
+        """The cases recorded before ``seq`` with a more favourable outcome, a file
+        equal or weaker on every factor (within tolerance), in another group on at
+        least one compared attribute; and, per attribute, whether it differs."""
+        block = self._products.get(product)
+        if block is None or not block.rows:
+            return [], np.zeros(0, dtype=bool)
+        b = block.arrays()
+        ok = (b.seq < seq) & (b.rank > rank)
+        if strength:
+            limit = np.array(strength, dtype=np.float64) + np.array(tolerances, dtype=np.float64)
+            ok &= np.all(b.strength <= limit, axis=1)
+        mine = np.array(groups, dtype=np.int64)
+        differs = (b.groups >= 0) & (mine >= 0) & (b.groups != mine)
+        ok &= np.any(differs, axis=1)
+        found = np.flatnonzero(ok)
+        return [block.case_ids[i] for i in found], differs[found]
 
 
 class Equipoise:
@@ -123,15 +244,12 @@ class Equipoise:
         self.registry = registry or PolicyRegistry.bundled()
         self.config = config or default_fair_lending_config()
         self.terms = terms or default_prohibited_terms()
-        # Journal entries and stored monitoring data never change once written: cache,
-        # and read the journal incrementally (only entries after the last one seen).
-        self._decisions: dict[str, Decision | None] = {}
+        # Stored documents and monitoring data never change once written: cache them.
         self._monitoring: dict[str, MonitoringData] = {}
-        self._pool_mark = 0
-        self._pool: dict[str, tuple[int, RecordedDecision]] = {}
-        self._rejected: set[str] = set()
+        self._cases: dict[str, Case] = {}
+        self._pool = ComparisonPool(self)
 
-    def _monitoring_of(self, case_id: str) -> tuple[MonitoringData | None, str | None]:
+    def monitoring_of(self, case_id: str) -> tuple[MonitoringData | None, str | None]:
         cached = self._monitoring.get(case_id)
         if cached is not None:
             return cached, None
@@ -139,6 +257,20 @@ class Equipoise:
         if data is not None:
             self._monitoring[case_id] = data
         return data, problem
+
+    def case_of(self, case_id: str) -> Case | None:
+        cached = self._cases.get(case_id)
+        if cached is not None:
+            return cached
+        document = self.store.get_case(case_id)
+        if document is None:
+            return None
+        try:
+            case = parse_case(dict(document))
+        except InputError:
+            return None
+        self._cases[case_id] = case
+        return case
 
     def _basis(self, **extra: Any) -> dict[str, Any]:
         return {
@@ -149,47 +281,26 @@ class Equipoise:
             **extra,
         }
 
-    def pool(self) -> list[RecordedDecision]:
-        """The decisions a comparative file review compares with: each case's current
-        decision (the underwriter's, or the latest officer's), unless a person rejected
-        it. Read once and pass it to :meth:`review` to review a batch without reading
-        the journal again for each case."""
-        for entry in self.store.entries(
-            kinds=[*DECISION_KINDS, KEYSTONE_REJECTED], after_seq=self._pool_mark
-        ):
-            self._pool_mark = entry.seq
-            if entry.case_id is None:
-                continue
-            if entry.kind == KEYSTONE_REJECTED:
-                current = self._pool.get(entry.case_id)
-                about = entry.payload.get("decisionSeq")
-                if current is not None and (about is None or about == current[0]):
-                    self._rejected.add(entry.case_id)
-                continue
-            try:
-                decision = parse_decision(entry.payload.get("decision"), case_id=entry.case_id)
-            except InputError:
-                continue  # unreadable: left out, as recorded_decisions does
-            self._pool[entry.case_id] = (entry.seq, RecordedDecision(entry.case_id, decision))
-            self._rejected.discard(entry.case_id)
-        return [d for case_id, (_, d) in self._pool.items() if case_id not in self._rejected]
+    def pool(self) -> ComparisonPool:
+        """The comparison pool, brought up to date with the journal. Read once and pass
+        it to :meth:`review` to review a batch."""
+        return self._pool.refresh()
 
     def review(
         self,
         case_id: str,
         *,
-        pool: Sequence[RecordedDecision] | None = None,
+        pool: ComparisonPool | None = None,
         entry: Entry | None = None,
     ) -> Review:
-        """Review one recorded decision (``entry``, default the underwriter's):
-        prohibited-basis citations (fail) and the comparative file review (findings
-        for a person). ``pool`` defaults to :meth:`pool` read now."""
+        """Review one recorded decision (``entry``, default the underwriter's)."""
         entry = entry or self.store.decision_entry(case_id)
         if entry is None:
             raise GovernanceError("no decision is recorded", case_id=case_id, reviewer=self.name)
         raw = entry.payload.get("decision")
         wire: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
         findings = _citations(wire, self.terms)
+        findings += self._redacted_data(case_id)
         try:
             decision = parse_decision(raw, case_id=case_id)
         except InputError as err:
@@ -204,21 +315,93 @@ class Equipoise:
             return Review(
                 reviewer="equipoise", case_id=case_id, findings=tuple(findings), basis=self._basis()
             )
-        if pool is None:
-            pool = self.pool()
-        findings.extend(self._comparative(case_id, decision, pool))
+        case = self.case_of(case_id)
+        if case is not None:
+            findings += self._against_policy(case, decision)
+        pool = (pool or self._pool).refresh()
+        findings += self._comparative(case_id, entry.seq, case, decision, pool)
         return Review(
             reviewer="equipoise",
             case_id=case_id,
             findings=tuple(findings),
-            basis=self._basis(decisionSeq=entry.seq, comparedWith=len(pool) - 1),
+            basis=self._basis(decisionSeq=entry.seq),
         )
 
+    def _redacted_data(self, case_id: str) -> list[Finding]:
+        hits = [
+            e
+            for e in self.store.entries(case_id, kinds=[GUARD_REDACTED])
+            if e.payload.get("match") == "value"
+        ]
+        if not hits:
+            return []
+        return [
+            Finding(
+                code="equipoise.prohibited_basis_in_data",
+                holds=True,
+                message=(
+                    f"the fair-lending guard redacted a prohibited basis from "
+                    f"{len(hits)} value(s) of the data the decision stands on: "
+                    + "; ".join(
+                        f"{h.payload.get('tool')} {h.payload.get('path')} "
+                        f"({h.payload.get('basis')})"
+                        for h in hits[:_SHOWN]
+                    )
+                ),
+                detail={
+                    "redactions": [
+                        {
+                            "seq": h.seq,
+                            "tool": h.payload.get("tool"),
+                            "path": h.payload.get("path"),
+                            "basis": h.payload.get("basis"),
+                        }
+                        for h in hits
+                    ]
+                },
+            )
+        ]
+
+    def _against_policy(self, case: Case, decision: Decision) -> list[Finding]:
+        """Less favourable than the policy's own derivation for the file."""
+        try:
+            policy = self.registry.in_force(case.as_of)
+            derived = derive(
+                case.application,
+                case.credit_report,
+                policy,
+                case_id=case.case_id,
+                as_of=case.as_of,
+            )
+        except CreditError:
+            return []  # no derivation to weigh against (Backstop holds what it cannot derive)
+        excluded = self.config.comparative_excluded
+        if derived.decision in excluded or decision.decision in excluded:
+            return []
+        if self.config.rank(decision.decision) >= self.config.rank(derived.decision):
+            return []
+        return [
+            Finding(
+                code="equipoise.less_favourable_than_policy",
+                holds=True,
+                message=(
+                    f"a {decision.decision} is less favourable than the {derived.decision} "
+                    f"the policy ({policy.label}) derives for this file"
+                ),
+                detail={"decision": decision.decision, "derived": derived.decision},
+            )
+        ]
+
     def _comparative(
-        self, case_id: str, decision: Decision, pool: Sequence[RecordedDecision]
+        self,
+        case_id: str,
+        seq: int,
+        case: Case | None,
+        decision: Decision,
+        pool: ComparisonPool,
     ) -> list[Finding]:
         config = self.config
-        monitoring, problem = self._monitoring_of(case_id)
+        monitoring, problem = self.monitoring_of(case_id)
         if problem is not None:
             return [
                 Finding(
@@ -237,62 +420,59 @@ class Equipoise:
                     message="no monitoring data is on file; no comparative file review",
                 )
             ]
-        here = _situation(decision, config)
-        rank = config.rank(decision.decision)
-        better: list[tuple[RecordedDecision, MonitoringData]] = []
-        for other in pool:
-            if other.case_id == case_id or _situation(other.decision, config) != here:
-                continue
-            if config.rank(other.decision.decision) <= rank:
-                continue
-            data, _ = self._monitoring_of(other.case_id)
-            if data is not None:
-                better.append((other, data))
-        findings: list[Finding] = []
-        product, band, dti, ltv = here
-        similar: dict[str, Any] = {
-            "product": product,
-            "scoreBand": band,
-            "dtiBucket": _bucket_text(dti, config.dti_bucket_pct),
-        }
-        if ltv is not None:
-            similar["ltvBucket"] = _bucket_text(ltv, config.ltv_bucket_pct)
-        for attribute in config.comparative_attributes:
-            group = group_of(attribute, monitoring, config)
-            if group == NOT_PROVIDED:
-                continue
-            comparables = [
+        if case is None or decision.decision in config.comparative_excluded:
+            return []
+        factors = file_factors(case, decision)
+        compared = config.comparative_factors
+        strength = [_strength(factors[f.name], f) for f in compared]
+        tolerances = [float(f.tolerance) for f in compared]
+        groups = [
+            pool._code(i, group_of(attribute, monitoring, config))
+            for i, attribute in enumerate(config.comparative_attributes)
+        ]
+        found, differs = pool.more_favourable_weaker(
+            decision.product, seq, config.rank(decision.decision), strength, groups, tolerances
+        )
+        if not found:
+            return []
+        attributes = config.comparative_attributes
+        comparables = []
+        for other, diff in zip(found, differs, strict=True):
+            other_decision = self._decision_of(pool, other)
+            comparables.append(
                 {
-                    "caseId": other.case_id,
-                    "group": other_group,
-                    "decision": other.decision.decision,
+                    "caseId": other,
+                    "decision": other_decision,
+                    "differsOn": [a for a, d in zip(attributes, diff, strict=True) if d],
                 }
-                for other, data in better
-                if (other_group := group_of(attribute, data, config)) not in (NOT_PROVIDED, group)
-            ]
-            if not comparables:
-                continue
-            comparables.sort(key=lambda c: (-config.rank(c["decision"]), c["caseId"]))
-            where = ", ".join(f"{k} {v}" for k, v in similar.items())
-            findings.append(
-                Finding(
-                    code="equipoise.comparative_disparity",
-                    holds=False,
-                    message=(
-                        f"{len(comparables)} similarly situated applicant(s) ({where}) in "
-                        f"another {attribute} group than {group!r} received a more "
-                        f"favourable outcome than this {decision.decision}"
-                    ),
-                    detail={
-                        "attribute": attribute,
-                        "group": group,
-                        "decision": decision.decision,
-                        "similarlySituated": similar,
-                        "comparables": comparables,
-                    },
-                )
             )
-        return findings
+        comparables.sort(key=lambda c: (-config.rank(str(c["decision"])), str(c["caseId"])))
+        mine = {a: group_of(a, monitoring, config) for a in attributes}
+        named = ", ".join(f"{c['caseId']} ({c['decision']})" for c in comparables[:_SHOWN])
+        return [
+            Finding(
+                code="equipoise.comparative_disparity",
+                holds=True,
+                message=(
+                    f"this {decision.decision} is less favourable than the decision recorded "
+                    f"for {len(comparables)} applicant(s) in another group whose file is equal "
+                    f"or weaker on every factor the policy uses: {named}"
+                ),
+                detail={
+                    "caseId": case_id,
+                    "decision": decision.decision,
+                    "groups": mine,
+                    "factors": [f.name for f in compared],
+                    "comparables": comparables[:_SHOWN],
+                    "count": len(comparables),
+                },
+            )
+        ]
+
+    def _decision_of(self, pool: ComparisonPool, case_id: str) -> str:
+        product, row = pool._where[case_id]
+        rank = pool._products[product].rows[row][1]
+        return self.config.outcome_order[rank]
 
     def portfolio(self) -> PortfolioReport:
         """The portfolio report over every recorded decision not rejected by a person."""
@@ -300,3 +480,40 @@ class Equipoise:
         return adverse_impact_report(
             rows, self.config, rejected_by_person=rejected, unreadable=unreadable
         )
+
+
+def _citations(decision_wire: Mapping[str, Any], terms: ProhibitedTerms) -> list[Finding]:
+    findings: list[Finding] = []
+    for name in ("factors", "policyBasis"):
+        texts = decision_wire.get(name) or ()
+        if isinstance(texts, str) or not isinstance(texts, (list, tuple)):
+            continue
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                continue
+            matches = find_prohibited(text, terms)
+            if not matches:
+                continue
+            findings.append(
+                Finding(
+                    code="equipoise.prohibited_basis_cited",
+                    holds=True,
+                    message=f"{name}[{i}] cites "
+                    + "; ".join(dict.fromkeys(m.describe() for m in matches)),
+                    detail={
+                        "field": f"{name}[{i}]",
+                        "text": text,
+                        "matches": [
+                            {
+                                "kind": m.kind,
+                                "name": m.name,
+                                "bases": list(m.bases),
+                                "term": m.term,
+                                "reference": m.reference,
+                            }
+                            for m in matches
+                        ],
+                    },
+                )
+            )
+    return findings

@@ -43,7 +43,9 @@ from credit.yamldata import (
 
 __all__ = [
     "ATTRIBUTES",
+    "FACTORS",
     "NOT_PROVIDED",
+    "ComparedFactor",
     "FairLendingConfig",
     "RecordedDecision",
     "age_band_labels",
@@ -63,13 +65,40 @@ NOT_PROVIDED = "not provided"
 
 # ---------------------------------------------------------------- the parameters (data)
 
-Kind = Literal["decimal", "int", "outcomes", "attributes", "int-list", "str-list"]
+Kind = Literal["decimal", "int", "outcomes", "attributes", "int-list", "str-list", "factors"]
+
+# The factors of a file the comparative review can weigh (field names, not thresholds:
+# which are weighed, in which direction and how close counts as equal is data).
+FACTORS = (
+    "score",
+    "dtiPct",
+    "ltvPct",
+    "requested",
+    "termMonths",
+    "existingDebtPct",
+    "annualIncome",
+    "vehicleValue",
+    "tradelines",
+    "historyMonths",
+    "unresolvedDisputes",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ComparedFactor:
+    """One factor of the comparative file review: a file is stronger when the factor
+    is ``higher`` (or ``lower``); values within ``tolerance`` count as equal."""
+
+    name: str
+    stronger: Literal["higher", "lower"]
+    tolerance: Decimal
+
 
 _SCHEMA: dict[str, Kind] = {
     "outcomeOrder": "outcomes",
     "comparative.attributes": "attributes",
-    "comparative.dtiBucketPct": "decimal",
-    "comparative.ltvBucketPct": "decimal",
+    "comparative.excludedOutcomes": "outcomes",
+    "comparative.factors": "factors",
     "portfolio.attributes": "attributes",
     "portfolio.favourableOutcomes": "outcomes",
     "portfolio.excludedOutcomes": "outcomes",
@@ -107,7 +136,37 @@ def _read_list(kind: Kind, value: Any, *, file: str, key: str) -> tuple[Any, ...
     return items
 
 
+def _read_factors(value: Any, *, file: str, key: str) -> tuple[ComparedFactor, ...]:
+    if not isinstance(value, list) or not value:
+        raise PolicyError("expected a non-empty list of factors", file=file, key=key)
+    out: list[ComparedFactor] = []
+    for i, item in enumerate(value):
+        where = f"{key}[{i}]"
+        entry = expect_keys(
+            item, required={"factor", "stronger", "tolerance"}, file=file, key=where
+        )
+        name = read_str(entry["factor"], file=file, key=f"{where}.factor")
+        if name not in FACTORS:
+            raise PolicyError(
+                f"{name!r} is not one of {', '.join(FACTORS)}", file=file, key=f"{where}.factor"
+            )
+        if any(f.name == name for f in out):
+            raise PolicyError(f"{name!r} is listed twice", file=file, key=f"{where}.factor")
+        stronger = entry["stronger"]
+        if stronger not in ("higher", "lower"):
+            raise PolicyError(
+                f"stronger is higher or lower, got {stronger!r}", file=file, key=f"{where}.stronger"
+            )
+        tolerance = read_decimal(entry["tolerance"], file=file, key=f"{where}.tolerance")
+        if tolerance < 0:
+            raise PolicyError("must not be negative", file=file, key=f"{where}.tolerance")
+        out.append(ComparedFactor(name, stronger, tolerance))
+    return tuple(out)
+
+
 def _read_param(kind: Kind, value: Any, *, file: str, key: str) -> Any:
+    if kind == "factors":
+        return _read_factors(value, file=file, key=key)
     if kind == "decimal":
         return read_decimal(value, file=file, key=key)
     if kind == "int":
@@ -150,14 +209,12 @@ class FairLendingConfig:
         return tuple(self["comparative.attributes"].value)
 
     @property
-    def dti_bucket_pct(self) -> Decimal:
-        value: Decimal = self["comparative.dtiBucketPct"].value
-        return value
+    def comparative_factors(self) -> tuple[ComparedFactor, ...]:
+        return tuple(self["comparative.factors"].value)
 
     @property
-    def ltv_bucket_pct(self) -> Decimal:
-        value: Decimal = self["comparative.ltvBucketPct"].value
-        return value
+    def comparative_excluded(self) -> tuple[str, ...]:
+        return tuple(self["comparative.excludedOutcomes"].value)
 
     @property
     def portfolio_attributes(self) -> tuple[str, ...]:
@@ -221,8 +278,11 @@ def _check_coherent(config: FairLendingConfig) -> None:
             "outcomeOrder",
             f"must list each of {', '.join(DECISIONS)} exactly once",
         ),
-        (config.dti_bucket_pct > 0, "comparative.dtiBucketPct", "must be positive"),
-        (config.ltv_bucket_pct > 0, "comparative.ltvBucketPct", "must be positive"),
+        (
+            len(set(config.comparative_excluded)) < len(config.outcome_order) - 1,
+            "comparative.excludedOutcomes",
+            "must leave at least two outcomes to compare",
+        ),
         (
             bool(config.favourable_outcomes),
             "portfolio.favourableOutcomes",

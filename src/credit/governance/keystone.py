@@ -27,14 +27,13 @@ or journaled twice, and a review that stopped half way is completed on the next 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from credit.errors import AccessError, CaseNotHeldError, GovernanceError
 from credit.governance.backstop import Backstop
-from credit.governance.equipoise import Equipoise
-from credit.governance.fair_lending import RecordedDecision
+from credit.governance.equipoise import ComparisonPool, Equipoise
 from credit.governance.findings import Finding, Review
 from credit.journal.base import Entry, Store
 from credit.kinds import (
@@ -198,12 +197,10 @@ class Keystone:
         """Review every case awaiting review, in the order decided, reading the
         comparative-review pool once for the whole batch."""
         pending = [s.case_id for s in self.held_cases() if s.state == "awaiting-review"]
-        pool = self.equipoise.pool() if pending else []
+        pool = self.equipoise.pool() if pending else None
         return [self.review(case_id, pool=pool) for case_id in pending]
 
-    def review(
-        self, case_id: str, *, pool: Sequence[RecordedDecision] | None = None
-    ) -> KeystoneStatus:
+    def review(self, case_id: str, *, pool: ComparisonPool | None = None) -> KeystoneStatus:
         """Run (or read back) Equipoise and Backstop on the current decision, then
         release or hold it. ``pool``: the decisions Equipoise compares with (default:
         read now)."""

@@ -50,6 +50,7 @@ __all__ = [
     "FLAG_WATCH",
     "AttributeReport",
     "GroupStat",
+    "PortfolioFinding",
     "PortfolioReport",
     "PortfolioRow",
     "adverse_impact_report",
@@ -154,6 +155,52 @@ class PortfolioReport:
     @property
     def flagged(self) -> tuple[tuple[str, GroupStat], ...]:
         return tuple((a.attribute, g) for a in self.attributes for g in a.flagged)
+
+    @property
+    def findings(self) -> tuple[PortfolioFinding, ...]:
+        """A finding for each group (with enough data) whose adverse impact ratio's
+        interval lies wholly under the four-fifths line: the disparity is not chance at
+        the report's confidence level, and a person must answer for it."""
+        out: list[PortfolioFinding] = []
+        line = float(self.adverse_impact_ratio)
+        for attribute in self.attributes:
+            for stat in attribute.groups:
+                if not stat.sufficient or stat.air_ci is None or stat.group == NOT_PROVIDED:
+                    continue
+                if stat.air_ci[1] < line:
+                    out.append(
+                        PortfolioFinding(
+                            attribute=attribute.attribute,
+                            group=stat.group,
+                            reference=attribute.reference_group,
+                            air=stat.air,
+                            interval=stat.air_ci,
+                            message=(
+                                f"{attribute.attribute} {stat.group}: adverse impact ratio "
+                                f"{stat.air:.2f}, its {float(self.confidence_level) * 100:.0f}% "
+                                f"interval [{stat.air_ci[0]:.2f}, {stat.air_ci[1]:.2f}] lies "
+                                f"wholly under the four-fifths line {self.adverse_impact_ratio} "
+                                f"(against {attribute.reference_group})"
+                            ),
+                        )
+                    )
+        return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class PortfolioFinding:
+    """A group whose adverse impact ratio's interval lies wholly under the line."""
+
+    attribute: str
+    group: str
+    reference: str | None
+    air: float | None
+    interval: tuple[float, float]
+    message: str
+
+    @property
+    def code(self) -> str:
+        return "equipoise.portfolio_adverse_impact"
 
 
 def _fairness_libs() -> tuple[Any, Any]:

@@ -457,6 +457,19 @@ def _queue_page(request: Request, *, held_only: bool) -> Response:
     )
 
 
+@router.get("/fairness", response_class=HTMLResponse)
+def fairness_page(request: Request) -> Response:
+    """The portfolio report: approval rates and adverse impact ratios by group, and the
+    findings (a group whose ratio's interval lies wholly under the four-fifths line)."""
+    principal = _signed_in(request)
+    if principal is None:
+        return _redirect(f"{PREFIX}/login")
+    if principal.role not in CONSOLE_ROLES:
+        return _denied(request, principal, 403)
+    report = _cases(request).keystone.equipoise.portfolio()
+    return _page(request, "fairness.html", principal, report=report)
+
+
 @router.get("/queue", response_class=HTMLResponse)
 def work_queue(request: Request) -> Response:
     return _queue_page(request, held_only=False)
