@@ -47,12 +47,13 @@ def batch(tmp_path: Path, data: bytes, name: str = "b.jsonl") -> Path:
 def test_a_line_separator_inside_a_string_is_a_character_and_line_numbers_stay_right(
     tmp_path: Path,
 ) -> None:
-    odd = with_changes(card_case(case_id="C-1"), "creditReport.bureau.address", "A\u2028B\u0085C")
+    derogatory = [{"kind": "late30\u2028late\u008560", "monthsAgo": 3}]
+    odd = with_changes(card_case(case_id="C-1"), "creditReport.derogatories", derogatory)
     bad = with_changes(auto_case(case_id="C-2"), "application.colour", "red")
     path = batch(tmp_path, dumped(odd) + b"\n" + dumped(bad) + b"\n")
     first, second = iter_cases(path)
     assert first.case is not None
-    assert first.case.credit_report.bureau.address == "A\u2028B\u0085C"
+    assert first.case.credit_report.derogatories[0].kind == "late30\u2028late\u008560"
     assert second.line == 2 and second.error is not None and second.error.line == 2
 
 

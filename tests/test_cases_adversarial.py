@@ -340,14 +340,22 @@ BAD: list[Bad] = [
 # a string is a character, not a line break; a CRLF line reads like an LF line.
 GOOD = [
     lambda case_id: line(auto_case(case_id=case_id)),
+    # U+2028 and U+0085 inside a string are characters, not line breaks (in a free-text
+    # field: the bureau fields a notice prints have formats of their own).
     lambda case_id: line(
         with_changes(
-            card_case(case_id=case_id), "creditReport.bureau.address", "PO Box 1\u2028Springfield"
+            card_case(case_id=case_id),
+            "creditReport.derogatories",
+            [{"kind": "late30\u2028reported", "monthsAgo": 12}],
         )
     ),
     lambda case_id: line(auto_case(case_id=case_id, score=None)),
     lambda case_id: line(
-        with_changes(card_case(case_id=case_id), "creditReport.bureau.name", "Bureau\u0085One")
+        with_changes(
+            card_case(case_id=case_id),
+            "creditReport.derogatories",
+            [{"kind": "late60\u0085reported", "monthsAgo": 20}],
+        )
     ),
     lambda case_id: line(auto_case(case_id=case_id, score=300)) + b"\r",  # CRLF
     lambda case_id: line(auto_case(case_id=case_id, score=850)),

@@ -177,7 +177,13 @@ def test_extract_hands_back_each_removed_value_for_the_vault() -> None:
 
 def test_a_redaction_has_a_wire_form_without_the_value() -> None:
     (found,) = redact({"dob": "1980-01-01"}).redactions
-    assert found.to_wire() == {"path": "dob", "key": "dob", "basis": "age", "kind": "basis"}
+    assert found.to_wire() == {
+        "path": "dob",
+        "key": "dob",
+        "basis": "age",
+        "kind": "basis",
+        "match": "key",
+    }
 
 
 # ------------------------------------------------------------------ property
@@ -203,12 +209,16 @@ def test_no_redacted_value_ever_keeps_a_prohibited_key_and_every_removal_is_list
     value: Any,
 ) -> None:
     cleaned, found = redact(value)
-    assert find_prohibited_keys(cleaned) == []
-    # What was removed is exactly the outermost prohibited fields of the input.
-    everything = [r.path for r in find_prohibited_keys(value)]
+    assert find_prohibited_keys(cleaned) == []  # no prohibited key, no value citing one
+    # The fields removed are exactly the outermost prohibited fields of the input.
+    everything = [r.path for r in find_prohibited_keys(value, values=False)]
     outermost = [
         p
         for p in everything
         if not any(p.startswith(q + ".") or p.startswith(q + "[") for q in everything if q != p)
     ]
-    assert sorted(r.path for r in found) == sorted(outermost)
+    assert sorted(r.path for r in found if r.match == "key") == sorted(outermost)
+    # A value is redacted only where its field was kept.
+    for r in found:
+        if r.match == "value":
+            assert not any(r.path == q or r.path.startswith((q + ".", q + "[")) for q in outermost)

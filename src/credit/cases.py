@@ -50,6 +50,7 @@ from typing import IO, Any, Literal, NoReturn
 
 from pydantic import BaseModel, ConfigDict
 
+from credit.bureau_formats import BureauFormats, default_bureau_formats
 from credit.errors import InputError, PolicyError
 from credit.models import Case, parse_case
 from credit.policy import Param, Policy, PolicyRegistry, parameter_tree, read_parameters
@@ -550,9 +551,45 @@ def check_case(
         raise InputError(f"a case must be a JSON object, got {json_type(raw)}")
     case = parse_case(raw)
     check_limits(case, limits)
+    check_bureau_fields(case)
     if policies is not None:
         check_policy(case, policies)
     return case
+
+
+def check_bureau_fields(case: Case, formats: BureauFormats | None = None) -> None:
+    """The bureau fields a notice prints are in the formats the bureau uses (data:
+    ``bureau-formats.yaml``): each key factor's value in the form its code allows (a
+    percentage, a count with its unit, a dollar amount, a duration), the bureau's name,
+    address and telephone, and the score model. Anything else is an InputError naming
+    the field: free text in a figure's place never reaches an applicant."""
+    formats = formats or default_bureau_formats()
+    report = case.credit_report
+    for i, factor in enumerate(report.key_factors):
+        if factor.code not in formats.key_factors:
+            raise InputError(
+                f"bureau key-factor code {factor.code!r} has no format in "
+                f"{formats.name} {formats.version}",
+                case_id=case.case_id,
+                field=f"creditReport.keyFactors[{i}].code",
+            )
+        problem = formats.check_key_factor(factor.code, factor.value)
+        if problem is not None:
+            raise InputError(
+                problem, case_id=case.case_id, field=f"creditReport.keyFactors[{i}].value"
+            )
+    fields = {
+        "bureau.name": report.bureau.name,
+        "bureau.address": report.bureau.address,
+        "bureau.phone": report.bureau.phone,
+        "scoreModel": report.score_model,
+    }
+    for name, value in fields.items():
+        if value is None:
+            continue
+        problem = formats.check_field(name, value)
+        if problem is not None:
+            raise InputError(problem, case_id=case.case_id, field=f"creditReport.{name}")
 
 
 def read_case_bytes(

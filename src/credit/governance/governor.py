@@ -138,10 +138,19 @@ class Governor:
     def check_context(self, context: Mapping[str, Any]) -> BoundaryResult:
         """Check the structured context an underwriter is about to be given.
 
-        Field names are checked at every depth; text values are not (the methodology
-        legitimately names the prohibited bases it keeps out).
+        Field names are checked at every depth (a hit violates the boundary: the
+        underwriter is not started). Text values of the case data (application, credit
+        report, policy) are read too: a value citing a basis is journaled as a value
+        redaction (``layer: context``; the tools redact it again before the underwriter
+        reads it, and Equipoise holds the case). The methodology text is not read: it
+        legitimately names the prohibited bases it keeps out.
         """
-        found = self.guard.find_prohibited_keys(context)
+        found = self.guard.find_prohibited_keys(context, values=False)
+        for part in ("application", "creditReport", "policy"):
+            if part in context:
+                for hit in self.guard.find_prohibited_keys(context[part], path=part):
+                    if hit.match == "value":
+                        self._journal_redaction("context", hit, "context")
         if found:
             self._reached.violations.append(
                 "context carries " + ", ".join(f"{r.path} ({r.basis})" for r in found)
@@ -180,19 +189,7 @@ class Governor:
         cleaned, found = self._redact_embedded(result, "")
         for redaction in found:
             self.redactions.append((tool, redaction))
-            self.store.append(
-                self.case_id,
-                GUARD_REDACTED,
-                {
-                    "tool": tool,
-                    "path": redaction.path,
-                    "key": redaction.key,
-                    "basis": redaction.basis,
-                    "kind": redaction.kind,
-                    "layer": layer,
-                    "underwriter": self.underwriter,
-                },
-            )
+            self._journal_redaction(tool, redaction, layer)
         remaining = self._find_embedded(cleaned, "")
         if remaining:
             paths = [r.path for r in remaining]
@@ -215,6 +212,22 @@ class Governor:
                 tool=tool,
             )
         return cleaned
+
+    def _journal_redaction(self, tool: str, redaction: Redaction, layer: str) -> None:
+        self.store.append(
+            self.case_id,
+            GUARD_REDACTED,
+            {
+                "tool": tool,
+                "path": redaction.path,
+                "key": redaction.key,
+                "basis": redaction.basis,
+                "kind": redaction.kind,
+                "match": redaction.match,
+                "layer": layer,
+                "underwriter": self.underwriter,
+            },
+        )
 
     def _redact_embedded(self, value: Any, path: str) -> Redacted:
         """The guard's redaction, also inside strings that hold a JSON object or array."""

@@ -14,17 +14,24 @@ compared normalised (NFKC, casefolded, letters and digits only), so ``Date_Of-Bi
 ``dateOfBirth`` and ``DATE_OF_BIRTH`` are all ``dateofbirth``, and synonyms (``dob``,
 ``birthDate``, ``gender``, ``spouse``, ``citizenship``, ...) are listed keys.
 
-The guard matches whole field names only: ``ageOfOldestAccount`` is a fact of the
-credit file and is kept, ``age`` is removed. Values are not read (a value naming a
-basis is the matter of the decision-time fairness check, not of this guard).
+The guard matches whole field names: ``ageOfOldestAccount`` is a fact of the credit
+file and is kept, ``age`` is removed. It also **reads values**: every string value is
+scanned for prohibited-basis terms by the one matcher of the product
+(:meth:`credit.fairness_terms.ProhibitedTerms.find`: the same term data, NFKC, whole
+words), so a basis carried in free text under an innocuous name (a derogatory's kind
+``"late30; applicant is married"``, ``{"attribute": "sex", "value": ...}``) is redacted
+too: the string becomes :data:`REDACTED_VALUE` and the redaction is recorded with
+``match: "value"`` (the governor journals it; Equipoise holds the case for the
+fair-lending reviewer). Intake (Onramp) moves fields by name only (``extract``): a value
+is the data of its field.
 
-Not formalised here: a basis carried in a value under an innocuous name
-(``{"attribute": "sex", "value": ...}``); field names in other scripts that merely
-look like a listed key.
+Not formalised here: field names in other scripts that merely look like a listed key.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
@@ -36,6 +43,7 @@ from credit.fairness_terms import (
 )
 
 __all__ = [
+    "REDACTED_VALUE",
     "FairLendingGuard",
     "Redacted",
     "Redaction",
@@ -46,22 +54,38 @@ __all__ = [
 ]
 
 
+REDACTED_VALUE = "[redacted: prohibited basis]"
+# Identifiers, not text: a case id or a tradeline id may spell a word by chance.
+IDENTIFIER_FIELDS = frozenset({"caseId", "tradelineId", "code", "sha256"})
+_PLAIN = re.compile(r"^[0-9 .,$%:/+()-]*$")  # a figure, a date, a phone: no word to cite
+_CACHE_MAX = 65_536
+
+
 @dataclass(frozen=True, slots=True)
 class Redaction:
-    """One field removed: where it was, its name as given, and the basis it carries.
+    """One field removed, or one value redacted: where, the field's name, the basis.
 
     ``path`` is dotted with ``[i]`` for array items (``application.applicant.dob``,
     ``tradelines[2].gender``); ``basis`` is the basis or proxy name in the data file
-    (``age``, ``maritalStatus``, ``zipCode``); ``kind`` says which it is.
+    (``age``, ``maritalStatus``, ``zipCode``); ``kind`` says which it is; ``match``
+    says whether the field's name carried it (``key``: the field is removed) or its
+    text did (``value``: the text is replaced by :data:`REDACTED_VALUE`).
     """
 
     path: str
     key: str
     basis: str
     kind: Literal["basis", "proxy"] = "basis"
+    match: Literal["key", "value"] = "key"
 
     def to_wire(self) -> dict[str, str]:
-        return {"path": self.path, "key": self.key, "basis": self.basis, "kind": self.kind}
+        return {
+            "path": self.path,
+            "key": self.key,
+            "basis": self.basis,
+            "kind": self.kind,
+            "match": self.match,
+        }
 
 
 class Redacted(NamedTuple):
@@ -83,9 +107,17 @@ class FairLendingGuard:
     maiden name): the underwriter is blind to them too.
     """
 
-    def __init__(self, terms: ProhibitedTerms | None = None, *, include_proxies: bool = True):
+    def __init__(
+        self,
+        terms: ProhibitedTerms | None = None,
+        *,
+        include_proxies: bool = True,
+        read_values: bool = True,
+    ):
         self.terms = terms or default_prohibited_terms()
         self.include_proxies = include_proxies
+        self.read_values = read_values
+        self._hits: dict[str, tuple[tuple[str, Literal["basis", "proxy"]], ...]] = {}
         table: dict[str, tuple[str, Literal["basis", "proxy"]]] = {}
         for entry in self.terms.entries:
             if entry.kind == "proxy" and not include_proxies:
@@ -103,6 +135,24 @@ class FairLendingGuard:
         """The basis (or proxy) a field name carries, compared normalised; else None."""
         return self._table.get(normalise_key(key))
 
+    def value_bases(self, text: str) -> tuple[tuple[str, Literal["basis", "proxy"]], ...]:
+        """The bases (and proxies) a text value cites, in order (remembered: the same
+        texts recur in every case: bureau names, key factors, the policy's prose)."""
+        if not self.read_values or _PLAIN.match(text):
+            return ()
+        hits = self._hits.get(text)
+        if hits is None:
+            found = [
+                (m.name, m.kind)
+                for m in self.terms.find(text)
+                if m.kind == "basis" or self.include_proxies
+            ]
+            hits = tuple(dict.fromkeys(found))
+            if len(self._hits) >= _CACHE_MAX:
+                self._hits.clear()
+            self._hits[text] = hits
+        return hits
+
     def redact(self, value: Any, *, path: str = "") -> Redacted:
         """A copy of ``value`` without any prohibited-basis field, and what was removed.
 
@@ -114,17 +164,20 @@ class FairLendingGuard:
         return Redacted(cleaned, found)
 
     def extract(self, value: Any, *, path: str = "") -> tuple[Any, list[tuple[Redaction, Any]]]:
-        """Like :meth:`redact`, also handing back each removed field's value (for
-        intake, which moves the values into the monitoring vault)."""
+        """Like :meth:`redact` by field name only, handing back each removed field's value
+        (for intake, which moves the fields into the monitoring vault)."""
         found: list[Redaction] = []
         values: list[Any] = []
-        cleaned = self._walk(value, path, found, remove=True, values=values)
+        cleaned = self._walk(value, path, found, remove=True, values=values, read_values=False)
         return cleaned, list(zip(found, values, strict=True))
 
-    def find_prohibited_keys(self, value: Any, *, path: str = "") -> list[Redaction]:
-        """Every prohibited-basis field in ``value`` (the post-check: empty when clean)."""
+    def find_prohibited_keys(
+        self, value: Any, *, path: str = "", values: bool = True
+    ) -> list[Redaction]:
+        """Every prohibited-basis field in ``value`` and, with ``values``, every value
+        that cites one (the post-check: empty when clean)."""
         found: list[Redaction] = []
-        self._walk(value, path, found, remove=False)
+        self._walk(value, path, found, remove=False, read_values=values)
         return found
 
     def _walk(
@@ -135,27 +188,68 @@ class FairLendingGuard:
         *,
         remove: bool,
         values: list[Any] | None = None,
+        read_values: bool = True,
+        key: str = "",
     ) -> Any:
         if isinstance(value, Mapping):
             out: dict[Any, Any] = {}
-            for key, item in value.items():
-                here = _join(path, str(key))
-                hit = self.basis_of(key) if isinstance(key, str) else None
+            for name, item in value.items():
+                here = _join(path, str(name))
+                hit = self.basis_of(name) if isinstance(name, str) else None
                 if hit is not None:
-                    found.append(Redaction(here, key, hit[0], hit[1]))
+                    found.append(Redaction(here, name, hit[0], hit[1]))
                     if values is not None:
                         values.append(item)
                     if remove:
                         continue
-                out[key] = self._walk(item, here, found, remove=remove, values=values)
+                out[name] = self._walk(
+                    item,
+                    here,
+                    found,
+                    remove=remove,
+                    values=values,
+                    read_values=read_values,
+                    key=str(name),
+                )
             return out
         if isinstance(value, (list, tuple)):
             items = [
-                self._walk(item, f"{path}[{i}]", found, remove=remove, values=values)
+                self._walk(
+                    item,
+                    f"{path}[{i}]",
+                    found,
+                    remove=remove,
+                    values=values,
+                    read_values=read_values,
+                    key=key,
+                )
                 for i, item in enumerate(value)
             ]
             return tuple(items) if isinstance(value, tuple) else items
+        if (
+            read_values
+            and isinstance(value, str)
+            and value != REDACTED_VALUE
+            and key not in IDENTIFIER_FIELDS
+            and not _json_container(value)  # embedded JSON: the governor parses and guards it
+        ):
+            bases = self.value_bases(value)
+            if bases:
+                for basis, kind in bases:
+                    found.append(Redaction(path, key, basis, kind, "value"))
+                return REDACTED_VALUE if remove else value
         return value
+
+
+def _json_container(text: str) -> bool:
+    stripped = text.lstrip()
+    if not stripped.startswith(("{", "[")):
+        return False
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(parsed, (dict, list))
 
 
 _DEFAULT: dict[str, FairLendingGuard] = {}
@@ -173,6 +267,6 @@ def redact(value: Any, *, path: str = "") -> Redacted:
     return default_guard().redact(value, path=path)
 
 
-def find_prohibited_keys(value: Any, *, path: str = "") -> list[Redaction]:
+def find_prohibited_keys(value: Any, *, path: str = "", values: bool = True) -> list[Redaction]:
     """:meth:`FairLendingGuard.find_prohibited_keys` with the default guard."""
-    return default_guard().find_prohibited_keys(value, path=path)
+    return default_guard().find_prohibited_keys(value, path=path, values=values)
