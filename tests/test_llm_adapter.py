@@ -10,6 +10,7 @@ import re
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -72,10 +73,20 @@ from credit.underwriters.claude import (
     evals_underwriter,
     mcp_tool_name,
 )
+from credit.underwriters.prompt import methodology_prompt
+from credit.underwriters.transcripts import TRANSCRIPTS_ENV
 from credit.underwriting import underwrite
 
 POLICY = default_policy()
 REGISTRY = PolicyRegistry([POLICY])
+
+
+@pytest.fixture(autouse=True)
+def _transcripts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test's transcripts go to its own folder, never to ./transcripts."""
+    folder = tmp_path / "transcripts"
+    monkeypatch.setenv(TRANSCRIPTS_ENV, str(folder))
+    return folder
 
 
 # ------------------------------------------------------------------ the scripted model
@@ -308,14 +319,18 @@ def test_the_llm_underwriter_passes_the_same_evals_as_the_rules_underwriter() ->
     assert store.verify().ok
 
 
-def test_the_model_is_prompted_with_its_case_and_the_methodology_as_system_prompt() -> None:
+def test_the_model_is_prompted_with_its_case_and_the_methodology_of_the_policy_in_force() -> None:
     store, _, _ = setup_case(card_case(case_id="C-PROMPT"))
     model = ScriptedModel(faithful)
     result = SparkRuntime(store, registry=REGISTRY).run_turn(
         "C-PROMPT", ClaudeUnderwriter(query=model)
     )
     assert model.prompt is not None and "C-PROMPT" in model.prompt
-    assert model.options is not None and model.options.system_prompt == SPARK_METHODOLOGY
+    # The system prompt is the methodology written from the policy, the catalogue and
+    # the prohibited terms: the reason codes and the Decision format are in it.
+    assert model.options is not None and model.options.system_prompt == methodology_prompt(POLICY)
+    assert "DTI_OVER_CAP" in model.options.system_prompt
+    assert "reasonCodes=[...]" in model.options.system_prompt
     assert loads(result.surface)["decision"] in ("approve", "decline", "counteroffer", "refer")
     (turn,) = store.entries("C-PROMPT", kinds=[UNDERWRITER_TURN])
     assert turn.payload["surface"] == result.audited_surface
@@ -561,7 +576,8 @@ def test_a_turn_that_records_nothing_fails_its_eval_row_with_the_reason() -> Non
     assert all("NoDecisionError" in r.detail for r in rows)
     cited = evals_underwriter(ClaudeUnderwriter(query=ScriptedModel(citing("age"))))
     (point, *_) = [p for p in boundary_points(POLICY) if not isinstance(p, Unbuildable)]
-    with pytest.raises(UnderwriterError, match="recorded no decision"):
+    refused = r"the turn was refused \(fair_lending\.decision_cites_prohibited_basis: .*\bage\b"
+    with pytest.raises(UnderwriterError, match=refused):
         cited(point.case, POLICY)
 
 
