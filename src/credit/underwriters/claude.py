@@ -531,6 +531,7 @@ def _block_record(block: Any) -> dict[str, Any]:
 def _assistant_record(message: Any) -> dict[str, Any]:
     return {
         "role": "assistant",
+        "messageId": message.message_id,  # one API reply may come as several messages
         "model": message.model,
         "content": [_block_record(b) for b in message.content],
         "stopReason": message.stop_reason,
