@@ -74,7 +74,7 @@ from credit.underwriters.claude import (
     mcp_tool_name,
 )
 from credit.underwriters.prompt import methodology_prompt
-from credit.underwriters.transcripts import TRANSCRIPTS_ENV
+from credit.underwriters.transcripts import TRANSCRIPT_FORMAT, TRANSCRIPTS_ENV, read_transcript
 from credit.underwriting import underwrite
 
 POLICY = default_policy()
@@ -602,3 +602,98 @@ def test_credit_run_passes_its_model_to_the_claude_underwriter_and_refuses_it_fo
     assert made == ["m-1"] and ran.exit_code == 0, ran.output
     refused = CliRunner().invoke(app, ["run", str(batch), "--model", "m-1"])
     assert refused.exit_code == 2 and "--model is for --underwriter claude" in refused.output
+
+
+# ------------------------------------------------------------------ methodology and transcript
+
+
+def test_the_rules_path_keeps_the_spark_methodology_and_one_given_overrides_the_models() -> None:
+    runtime = SparkRuntime(InMemoryStore(), registry=REGISTRY)
+    assert runtime.methodology_for(RulesUnderwriter(REGISTRY), POLICY) == SPARK_METHODOLOGY
+    assert runtime.methodology_for(ClaudeUnderwriter(), POLICY) == methodology_prompt(POLICY)
+    store, _, _ = setup_case(card_case(case_id="C-GIVEN"))
+    model = ScriptedModel(faithful)
+    SparkRuntime(store, registry=REGISTRY, methodology="Given.").run_turn(
+        "C-GIVEN", ClaudeUnderwriter(query=model)
+    )
+    assert model.options is not None and model.options.system_prompt == "Given."
+
+
+def test_a_claude_turns_transcript_is_stored_and_named_on_its_turn_entry(
+    _transcripts: Path,
+) -> None:
+    store, _, _ = setup_case(auto_case(case_id="C-TRANS"))
+    result = SparkRuntime(store, registry=REGISTRY).run_turn(
+        "C-TRANS", ClaudeUnderwriter(query=ScriptedModel(faithful))
+    )
+    (turn,) = store.entries("C-TRANS", kinds=[UNDERWRITER_TURN])
+    transcript = read_transcript(_transcripts, turn.payload["transcriptSha256"])
+    assert transcript["format"] == TRANSCRIPT_FORMAT and transcript["turn"] == result.turn
+    assert transcript["system"] == methodology_prompt(POLICY)
+    assert "C-TRANS" in transcript["prompt"]
+    assert transcript["final"] == result.surface
+    assert transcript["model"] == {"requested": None, "answered": ["scripted"]}
+    assert transcript["outcome"] == {"ended": True}
+
+
+def test_a_failed_claude_turn_keeps_its_transcript_with_the_error(_transcripts: Path) -> None:
+    store, _, _ = setup_case(auto_case(case_id="C-TFAIL"))
+    claude = ClaudeUnderwriter(query=ScriptedModel(faithful, is_error=True))
+    result = SparkRuntime(store, registry=REGISTRY).run_turn("C-TFAIL", claude)
+    assert isinstance(result.error, ModelSessionError)
+    (turn,) = store.entries("C-TFAIL", kinds=[UNDERWRITER_TURN])
+    transcript = read_transcript(_transcripts, turn.payload["transcriptSha256"])
+    assert transcript["outcome"]["ended"] is False
+    assert transcript["outcome"]["error"] == result.error.record()
+    assert claude.take_transcript(result.turn) is None  # the runtime took it
+
+
+def test_credit_eval_grades_the_claude_underwriter_by_suite_and_refuses_bad_options(
+    monkeypatch: pytest.MonkeyPatch, _transcripts: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from credit.cli import app
+
+    made: list[str | None] = []
+    scripts = {
+        "faithful": faithful,
+        "cites-marital-status": citing("The applicant's marital status"),
+    }
+
+    class Recorder(ClaudeUnderwriter):
+        def __init__(self, **options: Any) -> None:
+            made.append(options.get("model"))
+            super().__init__(query=ScriptedModel(scripts[str(options.get("model"))]), **options)
+
+    monkeypatch.setattr("credit.underwriters.claude.ClaudeUnderwriter", Recorder)
+    runner = CliRunner()
+    good = runner.invoke(
+        app, ["eval", "--underwriter", "claude", "--model", "faithful", "--suite", "thin-file"]
+    )
+    assert good.exit_code == 0, good.output
+    assert "12 passed, 0 failed" in good.output and "underwriter claude" in good.output
+    assert len(list(_transcripts.glob("*.json"))) == 12
+    bad = runner.invoke(
+        app,
+        [
+            "eval",
+            "--underwriter",
+            "claude",
+            "--model",
+            "cites-marital-status",
+            "--suite",
+            "thin-file",
+        ],
+    )
+    # Referrals cite nothing; the model cites marital status on each: every row fails.
+    assert bad.exit_code == 1 and "0 passed, 12 failed" in bad.output, bad.output
+    assert made == ["faithful", "cites-marital-status"]
+    rules = runner.invoke(app, ["eval", "--suite", "thin-file", "--suite", "thin-file"])
+    assert rules.exit_code == 0 and "12 passed, 0 failed" in rules.output
+    unknown = runner.invoke(app, ["eval", "--suite", "speed"])
+    assert unknown.exit_code == 2 and "unknown suite 'speed'" in unknown.output
+    model_for_rules = runner.invoke(app, ["eval", "--model", "m-1"])
+    assert model_for_rules.exit_code == 2 and "--model is for --underwriter claude" in (
+        model_for_rules.output
+    )
