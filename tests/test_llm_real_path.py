@@ -939,7 +939,7 @@ def test_credit_run_holds_a_models_decision_that_differs_from_the_file_naming_th
 # ------------------------------------------------------------------ what a turn costs
 
 
-def test_a_turn_costs_about_a_second_and_a_few_thousand_tokens(
+def test_a_turn_costs_a_few_seconds_and_tens_of_thousands_of_estimated_tokens(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     rows = []
