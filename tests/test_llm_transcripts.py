@@ -202,3 +202,24 @@ def test_a_transcript_that_cannot_be_stored_is_named_on_the_turn_which_is_still_
     assert "transcriptSha256" not in turn.payload
     assert turn.payload["transcriptError"].startswith(("FileExistsError", "NotADirectoryError"))
     assert result.decision_entry is not None
+
+
+def test_a_transcript_whose_name_is_taken_by_other_bytes_is_named_as_lost_on_the_turn(
+    tmp_path: Path,
+) -> None:
+    """The same turn's transcript, planted first under its name with other bytes."""
+
+    class Fixed(Transcribing):
+        async def run(self, tools: CaseTools, context: TurnContext) -> str:
+            answer = await super().run(tools, context)
+            self.kept[context.turn] = transcript(caseId="C-Y")
+            return answer
+
+    taken = write_transcript(tmp_path, transcript(caseId="C-Y"))
+    taken.path.chmod(0o600)
+    taken.path.write_bytes(b"other bytes")
+    store = taken_in("C-Y")
+    SparkRuntime(store, registry=REGISTRY, transcripts=tmp_path).run_turn("C-Y", Fixed())
+    (turn,) = store.entries("C-Y", kinds=[UNDERWRITER_TURN])
+    assert "does not hold the transcript" in turn.payload["transcriptError"]
+    assert "transcriptSha256" not in turn.payload

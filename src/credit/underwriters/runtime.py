@@ -45,7 +45,7 @@ import anyio
 
 from credit import kinds as _kinds
 from credit.canonical import sha256_hex
-from credit.errors import CreditError, InputError, ModelTurnError
+from credit.errors import CreditError, InputError, JournalIntegrityError, ModelTurnError
 from credit.governance.governor import Governor
 from credit.governance.guard import FairLendingGuard, Redaction
 from credit.governance.refusal import SafetyVerdict, build_refusal_surface
@@ -224,7 +224,7 @@ class SparkRuntime:
             return {}
         try:
             stored = write_transcript(transcripts_folder(self.transcripts), transcript)
-        except OSError as err:  # the turn is still journaled; the loss is named
+        except (OSError, JournalIntegrityError) as err:  # the turn is journaled all the same
             return {"transcriptError": f"{type(err).__name__}: {err}"}
         return {"transcriptSha256": stored.sha256, "transcript": stored.name}
 
