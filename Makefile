@@ -51,8 +51,9 @@ browser: | $(CHROMIUM)
 # loop and the CLI it bundles, against the scripted stand-in of the Messages API on
 # loopback, in a network namespace of its own where only `lo` is up (unshare -n as
 # root, else with a user namespace: unshare -rn), so the CLI can reach nothing else.
-# PostgreSQL is not reachable in there: only these tests run in it (32 tests, about
-# 62 real CLI sessions: 2m15s on the shared 2-core machine). `ip` (iproute2) brings lo up.
+# PostgreSQL is not reachable in there: only these tests run in it (41 tests, about
+# 140 real CLI sessions, 77 of them `credit eval --underwriter claude` over every eval
+# row: 4m30s on the shared 2-core machine at load 3.5). `ip` (iproute2) brings lo up.
 IP := /usr/sbin/ip
 UNSHARE := unshare $(if $(filter 0,$(shell id -u)),-n,-rn)
 
@@ -82,4 +83,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache credit.db credit.db-wal credit.db-shm outbox
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache credit.db credit.db-wal credit.db-shm outbox transcripts

@@ -10,6 +10,7 @@ import re
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -72,10 +73,20 @@ from credit.underwriters.claude import (
     evals_underwriter,
     mcp_tool_name,
 )
+from credit.underwriters.prompt import methodology_prompt
+from credit.underwriters.transcripts import TRANSCRIPT_FORMAT, TRANSCRIPTS_ENV, read_transcript
 from credit.underwriting import underwrite
 
 POLICY = default_policy()
 REGISTRY = PolicyRegistry([POLICY])
+
+
+@pytest.fixture(autouse=True)
+def _transcripts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test's transcripts go to its own folder, never to ./transcripts."""
+    folder = tmp_path / "transcripts"
+    monkeypatch.setenv(TRANSCRIPTS_ENV, str(folder))
+    return folder
 
 
 # ------------------------------------------------------------------ the scripted model
@@ -308,14 +319,18 @@ def test_the_llm_underwriter_passes_the_same_evals_as_the_rules_underwriter() ->
     assert store.verify().ok
 
 
-def test_the_model_is_prompted_with_its_case_and_the_methodology_as_system_prompt() -> None:
+def test_the_model_is_prompted_with_its_case_and_the_methodology_of_the_policy_in_force() -> None:
     store, _, _ = setup_case(card_case(case_id="C-PROMPT"))
     model = ScriptedModel(faithful)
     result = SparkRuntime(store, registry=REGISTRY).run_turn(
         "C-PROMPT", ClaudeUnderwriter(query=model)
     )
     assert model.prompt is not None and "C-PROMPT" in model.prompt
-    assert model.options is not None and model.options.system_prompt == SPARK_METHODOLOGY
+    # The system prompt is the methodology written from the policy, the catalogue and
+    # the prohibited terms: the reason codes and the Decision format are in it.
+    assert model.options is not None and model.options.system_prompt == methodology_prompt(POLICY)
+    assert "DTI_OVER_CAP" in model.options.system_prompt
+    assert "reasonCodes=[...]" in model.options.system_prompt
     assert loads(result.surface)["decision"] in ("approve", "decline", "counteroffer", "refer")
     (turn,) = store.entries("C-PROMPT", kinds=[UNDERWRITER_TURN])
     assert turn.payload["surface"] == result.audited_surface
@@ -561,7 +576,8 @@ def test_a_turn_that_records_nothing_fails_its_eval_row_with_the_reason() -> Non
     assert all("NoDecisionError" in r.detail for r in rows)
     cited = evals_underwriter(ClaudeUnderwriter(query=ScriptedModel(citing("age"))))
     (point, *_) = [p for p in boundary_points(POLICY) if not isinstance(p, Unbuildable)]
-    with pytest.raises(UnderwriterError, match="recorded no decision"):
+    refused = r"the turn was refused \(fair_lending\.decision_cites_prohibited_basis: .*\bage\b"
+    with pytest.raises(UnderwriterError, match=refused):
         cited(point.case, POLICY)
 
 
@@ -586,3 +602,98 @@ def test_credit_run_passes_its_model_to_the_claude_underwriter_and_refuses_it_fo
     assert made == ["m-1"] and ran.exit_code == 0, ran.output
     refused = CliRunner().invoke(app, ["run", str(batch), "--model", "m-1"])
     assert refused.exit_code == 2 and "--model is for --underwriter claude" in refused.output
+
+
+# ------------------------------------------------------------------ methodology and transcript
+
+
+def test_the_rules_path_keeps_the_spark_methodology_and_one_given_overrides_the_models() -> None:
+    runtime = SparkRuntime(InMemoryStore(), registry=REGISTRY)
+    assert runtime.methodology_for(RulesUnderwriter(REGISTRY), POLICY) == SPARK_METHODOLOGY
+    assert runtime.methodology_for(ClaudeUnderwriter(), POLICY) == methodology_prompt(POLICY)
+    store, _, _ = setup_case(card_case(case_id="C-GIVEN"))
+    model = ScriptedModel(faithful)
+    SparkRuntime(store, registry=REGISTRY, methodology="Given.").run_turn(
+        "C-GIVEN", ClaudeUnderwriter(query=model)
+    )
+    assert model.options is not None and model.options.system_prompt == "Given."
+
+
+def test_a_claude_turns_transcript_is_stored_and_named_on_its_turn_entry(
+    _transcripts: Path,
+) -> None:
+    store, _, _ = setup_case(auto_case(case_id="C-TRANS"))
+    result = SparkRuntime(store, registry=REGISTRY).run_turn(
+        "C-TRANS", ClaudeUnderwriter(query=ScriptedModel(faithful))
+    )
+    (turn,) = store.entries("C-TRANS", kinds=[UNDERWRITER_TURN])
+    transcript = read_transcript(_transcripts, turn.payload["transcriptSha256"])
+    assert transcript["format"] == TRANSCRIPT_FORMAT and transcript["turn"] == result.turn
+    assert transcript["system"] == methodology_prompt(POLICY)
+    assert "C-TRANS" in transcript["prompt"]
+    assert transcript["final"] == result.surface
+    assert transcript["model"] == {"requested": None, "answered": ["scripted"]}
+    assert transcript["outcome"] == {"ended": True}
+
+
+def test_a_failed_claude_turn_keeps_its_transcript_with_the_error(_transcripts: Path) -> None:
+    store, _, _ = setup_case(auto_case(case_id="C-TFAIL"))
+    claude = ClaudeUnderwriter(query=ScriptedModel(faithful, is_error=True))
+    result = SparkRuntime(store, registry=REGISTRY).run_turn("C-TFAIL", claude)
+    assert isinstance(result.error, ModelSessionError)
+    (turn,) = store.entries("C-TFAIL", kinds=[UNDERWRITER_TURN])
+    transcript = read_transcript(_transcripts, turn.payload["transcriptSha256"])
+    assert transcript["outcome"]["ended"] is False
+    assert transcript["outcome"]["error"] == result.error.record()
+    assert claude.take_transcript(result.turn) is None  # the runtime took it
+
+
+def test_credit_eval_grades_the_claude_underwriter_by_suite_and_refuses_bad_options(
+    monkeypatch: pytest.MonkeyPatch, _transcripts: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from credit.cli import app
+
+    made: list[str | None] = []
+    scripts = {
+        "faithful": faithful,
+        "cites-marital-status": citing("The applicant's marital status"),
+    }
+
+    class Recorder(ClaudeUnderwriter):
+        def __init__(self, **options: Any) -> None:
+            made.append(options.get("model"))
+            super().__init__(query=ScriptedModel(scripts[str(options.get("model"))]), **options)
+
+    monkeypatch.setattr("credit.underwriters.claude.ClaudeUnderwriter", Recorder)
+    runner = CliRunner()
+    good = runner.invoke(
+        app, ["eval", "--underwriter", "claude", "--model", "faithful", "--suite", "thin-file"]
+    )
+    assert good.exit_code == 0, good.output
+    assert "12 passed, 0 failed" in good.output and "underwriter claude" in good.output
+    assert len(list(_transcripts.glob("*.json"))) == 12
+    bad = runner.invoke(
+        app,
+        [
+            "eval",
+            "--underwriter",
+            "claude",
+            "--model",
+            "cites-marital-status",
+            "--suite",
+            "thin-file",
+        ],
+    )
+    # Referrals cite nothing; the model cites marital status on each: every row fails.
+    assert bad.exit_code == 1 and "0 passed, 12 failed" in bad.output, bad.output
+    assert made == ["faithful", "cites-marital-status"]
+    rules = runner.invoke(app, ["eval", "--suite", "thin-file", "--suite", "thin-file"])
+    assert rules.exit_code == 0 and "12 passed, 0 failed" in rules.output
+    unknown = runner.invoke(app, ["eval", "--suite", "speed"])
+    assert unknown.exit_code == 2 and "unknown suite 'speed'" in unknown.output
+    model_for_rules = runner.invoke(app, ["eval", "--model", "m-1"])
+    assert model_for_rules.exit_code == 2 and "--model is for --underwriter claude" in (
+        model_for_rules.output
+    )

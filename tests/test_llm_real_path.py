@@ -38,7 +38,7 @@ pytest.importorskip("claude_agent_sdk")
 from claude_agent_sdk import ClaudeAgentOptions
 
 from conftest import auto_case, card_case
-from credit.canonical import loads
+from credit.canonical import dumps, loads
 from credit.cases import iter_cases
 from credit.cli import default_cases_path
 from credit.errors import (
@@ -48,7 +48,12 @@ from credit.errors import (
     UnderwriterTimeoutError,
     UnknownToolError,
 )
-from credit.evals.runner import run_fairness, run_thin_file
+from credit.evals import boundary_points, grade_boundary, grade_fairness, grade_thin_file
+from credit.evals.boundary import Unbuildable
+from credit.evals.fairness import fairness_cases
+from credit.evals.graders import Grade
+from credit.evals.runner import BOUNDARY, FAIRNESS, THIN_FILE
+from credit.evals.thin_file import thin_file_cases
 from credit.fairness_terms import default_prohibited_terms
 from credit.governance.governor import GUARD_REDACTED, Governor
 from credit.governance.keystone import Keystone
@@ -63,10 +68,15 @@ from credit.models import Case, Decision, parse_decision
 from credit.policy import PolicyRegistry, default_policy
 from credit.testing.scripted import (
     READS,
+    ByCase,
     CallsUnknownTool,
     CitesFactor,
+    CitesMaritalStatus,
     FailsWithApiError,
+    GuessesOnThinFile,
     HangsAfterReading,
+    IgnoresDtiMargin,
+    InventsFigure,
     NeverRecords,
     RecordsTwice,
     Underwrites,
@@ -83,6 +93,7 @@ from credit.underwriters import (
 )
 from credit.underwriters.claude import ALLOWED_TOOLS, ClaudeUnderwriter, evals_underwriter
 from credit.underwriters.prompt import methodology_prompt
+from credit.underwriters.transcripts import TRANSCRIPTS_ENV, read_transcript
 from credit.underwriting import decide_case
 
 T = TypeVar("T")
@@ -96,6 +107,14 @@ def _loopback_only() -> None:
     """No CLI starts unless the network is loopback only."""
     if not loopback_only():
         pytest.fail(f"interfaces up besides lo: {interfaces_up()}; run in `unshare -n`")
+
+
+@pytest.fixture(autouse=True)
+def transcripts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test's transcripts go to its own folder ($CREDIT_TRANSCRIPTS)."""
+    folder = tmp_path / "transcripts"
+    monkeypatch.setenv(TRANSCRIPTS_ENV, str(folder))
+    return folder
 
 
 def test_the_run_has_no_network_but_loopback() -> None:
@@ -336,19 +355,6 @@ def test_a_faithful_model_records_through_the_cli_and_the_gate_treats_it_as_the_
     assert (session.input_tokens, session.output_tokens) == (used.input_tokens, used.output_tokens)
 
 
-def test_the_thin_file_and_fairness_evals_pass_through_the_real_cli(tmp_path: Path) -> None:
-    """29 turns: every thin-file case referred, no decision citing a prohibited basis,
-    and the negative controls still biting, as for the rules underwriter."""
-    terms = default_prohibited_terms()
-    with MessagesStandIn(Underwrites()) as api:
-        decide = evals_underwriter(underwriter(api, tmp_path))
-        rows = run_thin_file(POLICY, decide) + run_fairness(POLICY, decide, terms)
-    failed = [r for r in rows if not r.passed]
-    assert rows and not failed, failed
-    sessions = {r.messages[0]["content"] for r in api.requests if r.messages}
-    assert len(sessions) == 12 + 17  # one session per case
-
-
 # ------------------------------------------------------------------ the second layer
 
 
@@ -386,6 +392,11 @@ def test_the_hook_redacts_a_field_the_first_layer_missed_before_the_model_reads_
         planted = adapter(env=cli_env(api, config))
         anyio.run(planted.run, tools, context)
 
+    # The transcript keeps the result the model read, after both layers.
+    transcript = planted.take_transcript("t-leak")
+    assert transcript is not None
+    read = dict(transcript_results(transcript))["mcp__credit__get_application"]
+    assert (DOB not in read) is redacted
     after_read = api.requests[1]  # the request that carries get_application's result
     (result,) = after_read.tool_results()
     assert result.name == "mcp__credit__get_application"
@@ -472,6 +483,12 @@ def test_a_model_that_never_records_is_a_no_decision_error(tmp_path: Path) -> No
     assert loads(err.final)["product"] == "auto"  # it decided, and only said so
     assert store.decision_entry("C-NEVER") is None
     assert journaled_error(store, "C-NEVER").startswith("NoDecisionError: ")
+    # A failed turn keeps its transcript too, with the error that ended it.
+    (turn,) = store.entries("C-NEVER", kinds=[UNDERWRITER_TURN])
+    transcript = read_transcript(os.environ[TRANSCRIPTS_ENV], turn.payload["transcriptSha256"])
+    assert transcript["outcome"]["ended"] is False
+    assert transcript["outcome"]["error"]["reason"] == "no_decision"
+    assert [c["tool"] for c in transcript["toolCalls"]] == list(ALLOWED_TOOLS[:3])
 
 
 def test_a_model_that_records_twice_gets_the_typed_refusal_and_the_first_record_holds(
@@ -583,10 +600,346 @@ def test_as_root_the_cli_run_as_an_unprivileged_user_needs_no_is_sandbox(tmp_pat
     assert result.decision_entry is not None and not result.refused
 
 
+# ------------------------------------------------------------------ the transcript
+
+
+def transcript_results(transcript: dict[str, Any]) -> list[tuple[str, str]]:
+    """Each tool call's (tool, result text) in a transcript, in order."""
+    return [
+        (call["tool"], "".join(b["text"] for b in call["result"] or ()))
+        for call in transcript["toolCalls"]
+    ]
+
+
+MONITORING = {
+    "race": "Native Hawaiian or Other Pacific Islander",
+    "ethnicity": "Hispanic or Latino",
+    "sex": "Female",
+    "age": 67,
+    "maritalStatus": "Separated",
+    "publicAssistanceIncome": True,
+}
+MONITORING_VALUES = ("Pacific Islander", "Hispanic or Latino", "Female", "Separated")
+
+
+def test_the_transcript_holds_what_the_model_was_sent_and_said_and_the_journal_names_it(
+    tmp_path: Path, transcripts: Path
+) -> None:
+    store = taken_in({**card_case(case_id="C-TR"), "monitoring": dict(MONITORING)})
+    assert store.get_monitoring("C-TR") == MONITORING  # taken in, kept apart
+    with MessagesStandIn(Underwrites()) as api:
+        result = SparkRuntime(store, registry=REGISTRY).run_turn(
+            "C-TR", underwriter(api, tmp_path, model="scripted-model-7")
+        )
+    assert result.decision_entry is not None
+
+    (turn,) = store.entries("C-TR", kinds=[UNDERWRITER_TURN])
+    sha = turn.payload["transcriptSha256"]
+    assert turn.payload["transcript"] == f"{sha}.json"
+    assert [p.name for p in transcripts.iterdir()] == [f"{sha}.json"]
+    transcript = read_transcript(transcripts, sha)
+    first, last = api.requests[0], api.requests[-1]
+    assert transcript["caseId"] == "C-TR" and transcript["turn"] == result.turn
+    assert transcript["system"] == first.system_texts[-1] == methodology_prompt(POLICY)
+    assert transcript["prompt"] in str(first.messages[0]["content"])
+    assert transcript["model"] == {
+        "requested": "scripted-model-7",
+        "answered": ["scripted-model-7"],
+    }
+    assert transcript["toolsOffered"] == list(ALLOWED_TOOLS)
+    # Every tool call with its arguments, and exactly the results the API was sent.
+    assert [c["tool"] for c in transcript["toolCalls"]] == list(ALLOWED_TOOLS)
+    assert transcript_results(transcript) == [(r.name, r.text) for r in last.tool_results()]
+    (record,) = [c for c in transcript["toolCalls"] if c["tool"].endswith("record_decision")]
+    (sent,) = [c for c in last.tool_calls() if c.name.endswith("record_decision")]
+    assert record["arguments"] == loads(dumps(sent.input))
+    assert record["arguments"]["reasonCodes"] == []  # an approval states none
+    assistant = [m for m in transcript["messages"] if m["role"] == "assistant"]
+    assert len({m["messageId"] for m in assistant}) == len(api.requests)  # a reply each
+    assert transcript["final"] == result.surface
+    used = api.usage()
+    assert transcript["usage"]["input_tokens"] == used.input_tokens
+    assert transcript["usage"]["output_tokens"] == used.output_tokens
+    assert transcript["outcome"] == {"ended": True}
+    # The model never saw the monitoring data, and neither does its transcript.
+    text = (transcripts / f"{sha}.json").read_text()
+    assert not [v for v in MONITORING_VALUES if v in text]
+
+
+class MonitoringLeaks(CaseTools):
+    """A planted defect in the first layer: get_application adds the case's monitoring
+    data after its guard ran."""
+
+    def get_application(self) -> dict[str, Any]:
+        result = super().get_application()
+        result["application"]["monitoring"] = self.store.get_monitoring(self.case_id)
+        return result
+
+
+@pytest.mark.parametrize(("adapter", "leaks"), [(ClaudeUnderwriter, False), (NoHook, True)])
+def test_monitoring_data_reaches_no_transcript_unless_both_layers_fail(
+    tmp_path: Path, adapter: type[ClaudeUnderwriter], leaks: bool
+) -> None:
+    store = taken_in({**auto_case(case_id="C-MON"), "monitoring": dict(MONITORING)})
+    governor = Governor(store, "C-MON", underwriter="claude", turn="t-mon")
+    tools = MonitoringLeaks(store, "C-MON", governor, REGISTRY)
+    context = TurnContext("C-MON", "2026-11-30", methodology_prompt(POLICY), "t-mon")
+    config = tmp_path / "claude-config"
+    config.mkdir()
+    with MessagesStandIn(Underwrites()) as api:
+        planted = adapter(env=cli_env(api, config))
+        anyio.run(planted.run, tools, context)
+    transcript = planted.take_transcript("t-mon")
+    assert transcript is not None
+    text = dumps(transcript)
+    assert bool([v for v in MONITORING_VALUES if v in text]) is leaks
+    assert bool([v for v in MONITORING_VALUES if v in api.requests[1].text()]) is leaks
+
+
+# ------------------------------------------------------------------ the evals, for a model
+
+
+def test_credit_eval_runs_every_eval_through_the_real_cli_and_a_faithful_model_passes(
+    tmp_path: Path, transcripts: Path
+) -> None:
+    """One governed turn per eval case (48 boundary points, 12 thin files, 17 fairness
+    cases), graded by the same graders as the rules underwriter."""
+    from typer.testing import CliRunner
+
+    from credit.cli import app
+
+    config = tmp_path / "claude-config"
+    config.mkdir()
+    with MessagesStandIn(Underwrites()) as api:
+        ran = CliRunner().invoke(
+            app,
+            ["eval", "--underwriter", "claude", "--model", "scripted-model-3"],
+            env=cli_env(api, config),
+        )
+    assert ran.exit_code == 0, ran.output
+    (tally,) = [line for line in ran.output.splitlines() if line.endswith(" passed, 0 failed")]
+    rules = CliRunner().invoke(app, ["eval"])
+    assert rules.exit_code == 0 and tally in rules.output  # as many rows as for the rules
+    sessions = {str(r.messages[0]["content"]) for r in api.requests}
+    assert len(sessions) == 48 + 12 + 17
+    assert {r.model for r in api.requests} == {"scripted-model-3"}
+    assert len(list(transcripts.glob("*.json"))) == len(sessions)
+    assert f"turn transcripts in {transcripts}/" in ran.output
+
+
+def eval_rows() -> dict[tuple[str, str], tuple[Case, Callable[[Decision], Grade]]]:
+    """Every eval row's case and grader, by (suite, case name), as the runner grades."""
+    terms = default_prohibited_terms()
+    rows: dict[tuple[str, str], tuple[Case, Callable[[Decision], Grade]]] = {}
+    for point in boundary_points(POLICY):
+        if not isinstance(point, Unbuildable):
+            rows[(BOUNDARY, point.name)] = (
+                point.case,
+                lambda d, p=point: grade_boundary(p, d, POLICY),
+            )
+    for item in thin_file_cases(POLICY):
+        if not isinstance(item, Unbuildable):
+            rows[(THIN_FILE, item.name)] = (
+                item.case,
+                lambda d, c=item.case: grade_thin_file(c, d, POLICY),
+            )
+    for item in fairness_cases(POLICY):
+        if not isinstance(item, Unbuildable):
+            rows[(FAIRNESS, item.name)] = (item.case, lambda d: grade_fairness(d, terms))
+    return rows
+
+
+EVAL_ROWS = eval_rows()
+
+
+@dataclass(frozen=True)
+class BadModel:
+    script: Script
+    fails: tuple[tuple[str, str], ...]  # rows it must fail
+    names: str  # what each failure must name
+    passes: tuple[tuple[str, str], ...]  # rows it must still pass
+
+
+BAD_MODELS = {
+    "cites-marital-status": BadModel(
+        CitesMaritalStatus(),
+        fails=(
+            (FAIRNESS, "auto decline on score, with key factors"),
+            (FAIRNESS, "card over the DTI cap"),
+        ),
+        names="maritalStatus",
+        passes=(
+            (FAIRNESS, "auto approve"),
+            (FAIRNESS, "card DTI at the cap, within margin"),
+            (THIN_FILE, "auto no score"),
+        ),
+    ),
+    "guesses-on-a-thin-file": BadModel(
+        GuessesOnThinFile(),
+        fails=(
+            (THIN_FILE, "auto no score"),
+            (THIN_FILE, "card 2 tradelines (minimum 3)"),
+            (BOUNDARY, "auto history min-1 = 11 months"),
+        ),
+        names="refer",
+        passes=(
+            (BOUNDARY, "auto history min = 12 months"),
+            (BOUNDARY, "card score min+10 = 650"),
+        ),
+    ),
+    "ignores-the-dti-margin": BadModel(
+        IgnoresDtiMargin(),
+        fails=((BOUNDARY, "auto DTI cap = 45.0"), (BOUNDARY, "card DTI cap-1.0 = 39.0")),
+        names="REFER_DTI_MARGIN",
+        passes=(
+            (BOUNDARY, "auto DTI cap-1.1 = 43.9"),
+            (BOUNDARY, "card DTI cap+0.1 = 40.1"),
+            (BOUNDARY, "auto score min+9 = 609"),
+        ),
+    ),
+    "invents-a-figure": BadModel(
+        InventsFigure(),
+        fails=((BOUNDARY, "auto DTI cap+0.1 = 45.1"), (BOUNDARY, "card score min-1 = 639")),
+        names="stated DTI",
+        passes=((BOUNDARY, "auto DTI cap-1.1 = 43.9"), (THIN_FILE, "card no score")),
+    ),
+}
+
+
+@pytest.mark.parametrize("bad", BAD_MODELS.values(), ids=list(BAD_MODELS))
+def test_a_bad_model_fails_the_eval_rows_of_its_fault_and_passes_the_others(
+    tmp_path: Path, bad: BadModel
+) -> None:
+    details: dict[tuple[str, str], tuple[bool, str]] = {}
+    with MessagesStandIn(bad.script) as api:
+        decide = evals_underwriter(underwriter(api, tmp_path))
+        for row in (*bad.fails, *bad.passes):
+            case, grade = EVAL_ROWS[row]
+            try:
+                graded = grade(decide(case, POLICY))
+            except Exception as err:  # the runner's rule: a raising underwriter fails the row
+                details[row] = (False, f"the underwriter raised {type(err).__name__}: {err}")
+            else:
+                details[row] = (graded.passed, graded.detail)
+    assert [row for row in bad.fails if details[row][0]] == []
+    assert [row for row in bad.fails if bad.names not in details[row][1]] == []
+    assert [(row, details[row][1]) for row in bad.passes if not details[row][0]] == []
+
+
+# ------------------------------------------------------------------ credit run
+
+
+def journal_of(url: str) -> Any:
+    from credit.journal import open_store
+
+    return open_store(url)
+
+
+def run_cli(api: MessagesStandIn, tmp_path: Path, cases: list[dict[str, Any]]) -> Any:
+    from typer.testing import CliRunner
+
+    from credit.cli import app
+
+    batch = tmp_path / "batch.jsonl"
+    batch.write_text("".join(dumps(c) + "\n" for c in cases))
+    config = tmp_path / "claude-config"
+    config.mkdir(exist_ok=True)
+    url = f"sqlite:///{tmp_path / 'credit.db'}"
+    args = ["run", str(batch), "--underwriter", "claude", "--model", "scripted-model-5"]
+    args += ["--database", url, "--outbox", str(tmp_path / "outbox")]
+    return CliRunner().invoke(app, args, env=cli_env(api, config)), url
+
+
+def outcome(case: Case) -> tuple[str, str]:
+    return case.application.product, decide_case(case, POLICY).decision.decision
+
+
+def declines_and_counteroffers() -> list[Case]:
+    """The first bundled decline and counteroffer of each product that the rules path
+    releases (confidence at or above the floor: Backstop holds one below it, whoever
+    decided it)."""
+    floor = POLICY["confidenceFloor"].value
+    chosen: dict[tuple[str, str], Case] = {}
+    for line in iter_cases(default_cases_path()):
+        if line.case is None:
+            continue
+        decision = decide_case(line.case, POLICY).decision
+        if decision.decision in ("decline", "counteroffer") and decision.confidence >= floor:
+            chosen.setdefault(outcome(line.case), line.case)
+    return [chosen[key] for key in sorted(chosen)]
+
+
+DECLINES_AND_COUNTEROFFERS = declines_and_counteroffers()
+
+
+def test_credit_run_claude_releases_a_faithful_models_declines_and_counteroffers_notices_sent(
+    tmp_path: Path, transcripts: Path
+) -> None:
+    cases = DECLINES_AND_COUNTEROFFERS
+    assert sorted(outcome(c) for c in cases) == [
+        ("auto", "counteroffer"),
+        ("auto", "decline"),
+        ("card", "counteroffer"),
+        ("card", "decline"),
+    ]
+    with MessagesStandIn(Underwrites()) as api:
+        ran, url = run_cli(api, tmp_path, [wire(c) for c in cases])
+    assert ran.exit_code == 0, ran.output
+    assert f"underwriter claude; turn transcripts in {transcripts}/" in ran.output
+    with journal_of(url) as store:
+        assert store.verify().ok
+        for case in cases:
+            kinds = [e.kind for e in store.entries(case.case_id)]
+            held = store.entries(case.case_id, kinds=["keystone.held"])
+            assert "keystone.released" in kinds and not held, [h.payload for h in held]
+            (verified,) = store.entries(case.case_id, kinds=["notice.verified"])
+            assert verified.payload["passed"] is True
+            assert store.entries(case.case_id, kinds=["notice.sent"])
+            decision = store.decision_entry(case.case_id)
+            assert decision is not None and decision.payload["underwriter"] == "claude"
+            assert decision.payload["reasons"]  # the model's codes, worded by the catalogue
+            (turn,) = store.entries(case.case_id, kinds=[UNDERWRITER_TURN])
+            transcript = read_transcript(transcripts, turn.payload["transcriptSha256"])
+            assert transcript["caseId"] == case.case_id
+    assert len(list((tmp_path / "outbox").rglob("*"))) >= len(cases)
+    assert {r.model for r in api.requests} == {"scripted-model-5"}
+
+
+def test_credit_run_holds_a_models_decision_that_differs_from_the_file_naming_the_difference(
+    tmp_path: Path,
+) -> None:
+    decline = next(c for c in DECLINES_AND_COUNTEROFFERS if outcome(c) == ("auto", "decline"))
+    margin = EVAL_ROWS[(BOUNDARY, "auto DTI cap = 45.0")][0]  # the policy refers it
+    approve = next(c for c in SAMPLE if outcome(c)[1] == "approve")
+    script = ByCase(
+        {decline.case_id: InventsFigure(), margin.case_id: IgnoresDtiMargin()},
+        default=Underwrites(),
+    )
+    with MessagesStandIn(script) as api:
+        ran, url = run_cli(api, tmp_path, [wire(decline), wire(margin), wire(approve)])
+    assert ran.exit_code == 0, ran.output
+    with journal_of(url) as store:
+
+        def held_for(case_id: str) -> list[str]:
+            (held,) = store.entries(case_id, kinds=["keystone.held"])
+            assert not store.entries(case_id, kinds=["notice.sent"])
+            return [
+                f["message"]
+                for f in held.payload["findings"]
+                if f["code"] == "backstop.disagreement"
+            ]
+
+        assert [m for m in held_for(decline.case_id) if m.startswith("dtiPct")], held_for(
+            decline.case_id
+        )
+        assert [m for m in held_for(margin.case_id) if m.startswith("decision")]
+        assert store.entries(approve.case_id, kinds=["keystone.released"])
+
+
 # ------------------------------------------------------------------ what a turn costs
 
 
-def test_a_turn_costs_about_a_second_and_a_few_thousand_tokens(
+def test_a_turn_costs_a_few_seconds_and_tens_of_thousands_of_estimated_tokens(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     rows = []

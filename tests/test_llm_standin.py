@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +23,21 @@ import pytest
 from conftest import auto_case
 from credit.cases import iter_cases
 from credit.cli import default_cases_path
+from credit.evals import boundary_points
+from credit.evals.boundary import Unbuildable
 from credit.models import Decision, parse_case, parse_decision
 from credit.policy import default_policy
 from credit.testing.isolation import IFF_UP, interface_flags, interfaces_up, loopback_only
 from credit.testing.scripted import (
+    MARITAL_STATUS_FACTOR,
+    ByCase,
     CallsUnknownTool,
+    CitesMaritalStatus,
     FailsWithApiError,
+    GuessesOnThinFile,
     HangsAfterReading,
+    IgnoresDtiMargin,
+    InventsFigure,
     NeverRecords,
     RecordsTwice,
     ScriptError,
@@ -380,6 +389,68 @@ def test_the_misbehaving_models_each_misbehave_in_their_one_way() -> None:
         Underwrites()(
             ModelRequest(1, "POST", "/v1/messages", {}, {"tools": [], "messages": []}, b"")
         )
+
+
+def recorded(model: Any, case: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The decision and reason codes a model records once it has read the case."""
+    answer = model(conversation(*tool_results(case)))
+    assert isinstance(answer, Reply)
+    (call,) = [b for b in answer.blocks if isinstance(b, ToolCall)]
+    assert call.name == "mcp__credit__record_decision"
+    return dict(call.input["decision"]), list(call.input["reasonCodes"])
+
+
+DECLINED = auto_case(case_id="C-1", score=550)  # under the auto minimum
+APPROVED = auto_case(case_id="C-1")
+NO_SCORE = auto_case(case_id="C-1", score=None)
+AT_THE_DTI_CAP = next(
+    p.case.model_dump(mode="json", by_alias=True)
+    for p in boundary_points(POLICY)
+    if not isinstance(p, Unbuildable) and p.name == "auto DTI cap = 45.0"
+)
+
+
+def test_the_marital_status_model_cites_it_on_adverse_decisions_only() -> None:
+    decline, codes = recorded(CitesMaritalStatus(), DECLINED)
+    faithful, faithful_codes = recorded(Underwrites(), DECLINED)
+    assert decline["decision"] == "decline" and codes == faithful_codes
+    assert decline["factors"] == [*faithful["factors"], MARITAL_STATUS_FACTOR]
+    assert recorded(CitesMaritalStatus(), APPROVED) == recorded(Underwrites(), APPROVED)
+
+
+def test_the_guessing_model_decides_a_file_with_no_score_instead_of_referring_it() -> None:
+    faithful, _ = recorded(Underwrites(), NO_SCORE)
+    guessed, _ = recorded(GuessesOnThinFile(), NO_SCORE)
+    assert (faithful["decision"], faithful["scoreBand"]) == ("refer", "unscored")
+    assert guessed["decision"] != "refer" and guessed["scoreBand"] != "unscored"
+    assert recorded(GuessesOnThinFile(), APPROVED) == recorded(Underwrites(), APPROVED)
+
+
+def test_the_margin_blind_model_approves_a_dti_the_policy_refers() -> None:
+    faithful, faithful_codes = recorded(Underwrites(), AT_THE_DTI_CAP)
+    blind, codes = recorded(IgnoresDtiMargin(), AT_THE_DTI_CAP)
+    assert (faithful["decision"], faithful_codes) == ("refer", ["REFER_DTI_MARGIN"])
+    assert (blind["decision"], codes) == ("approve", [])
+    assert recorded(IgnoresDtiMargin(), DECLINED) == recorded(Underwrites(), DECLINED)
+
+
+def test_the_inventing_model_states_a_dti_of_its_own_on_adverse_decisions() -> None:
+    faithful, _ = recorded(Underwrites(), DECLINED)
+    invented, _ = recorded(InventsFigure(by="5.0"), DECLINED)
+    assert Decimal(invented["dtiPct"]) == Decimal(faithful["dtiPct"]) + Decimal("5.0")
+    assert {k: v for k, v in invented.items() if k != "dtiPct"} == {
+        k: v for k, v in faithful.items() if k != "dtiPct"
+    }
+    assert recorded(InventsFigure(), APPROVED) == recorded(Underwrites(), APPROVED)
+
+
+def test_by_case_follows_the_script_of_the_case_its_conversation_names() -> None:
+    reads = tool_results(APPROVED)
+    request = conversation(*reads)  # "Underwrite C-1."
+    never = ByCase({"C-1": NeverRecords()}, default=Underwrites())(request)
+    assert isinstance(never, Reply) and never.stop == "end_turn"
+    other = ByCase({"C-10": NeverRecords(), "C": NeverRecords()}, default=Underwrites())(request)
+    assert isinstance(other, Reply) and other.stop == "tool_use"  # C-1 is neither
 
 
 # ------------------------------------------------------------------ loopback only

@@ -12,7 +12,7 @@ import os
 import sys
 import traceback
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -37,6 +37,9 @@ from credit.errors import CreditError, InputError, PolicyError
 from credit.pipeline import RunSummary
 from credit.policy import Policy, default_policy, load_policy
 from credit.underwriting import Underwriting, decide_case
+
+if TYPE_CHECKING:
+    from credit.underwriters.runtime import Underwriter
 
 app = typer.Typer(
     add_completion=False,
@@ -201,6 +204,45 @@ def _governance_table(summary: RunSummary) -> Table:
     return table
 
 
+UnderwriterOption = Annotated[
+    str,
+    typer.Option("--underwriter", help="rules (default) or claude (needs the llm extra)."),
+]
+ModelOption = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        help="The model the claude underwriter asks its endpoint for "
+        "($ANTHROPIC_BASE_URL, with $ANTHROPIC_API_KEY; default: the CLI's own).",
+    ),
+]
+TranscriptsOption = Annotated[
+    Path,
+    typer.Option(
+        "--transcripts",
+        envvar="CREDIT_TRANSCRIPTS",
+        help="Folder the claude underwriter's turn transcripts are stored in, "
+        "<sha256>.json ($CREDIT_TRANSCRIPTS).",
+    ),
+]
+
+
+def _underwriter(underwriter: str, model: str | None) -> Underwriter | None:
+    """The underwriter a command was asked for: None for the rules underwriter (the
+    command's own default), a ClaudeUnderwriter for claude; exit 2 otherwise."""
+    if underwriter == "claude":
+        from credit.underwriters.claude import ClaudeUnderwriter
+
+        return ClaudeUnderwriter(model=model)
+    if underwriter != "rules":
+        err.print(f"[red]error:[/red] --underwriter: unknown underwriter {underwriter!r}")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    if model is not None:
+        err.print("[red]error:[/red] --model is for --underwriter claude")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    return None
+
+
 DatabaseOption = Annotated[
     str | None,
     typer.Option(
@@ -226,18 +268,9 @@ def run(
             help="Folder that verified notices are sent to ($CREDIT_OUTBOX).",
         ),
     ] = Path("outbox"),
-    underwriter: Annotated[
-        str,
-        typer.Option("--underwriter", help="rules (default) or claude (needs the llm extra)."),
-    ] = "rules",
-    model: Annotated[
-        str | None,
-        typer.Option(
-            "--model",
-            help="The model the claude underwriter asks its endpoint for "
-            "($ANTHROPIC_BASE_URL; default: the CLI's own).",
-        ),
-    ] = None,
+    underwriter: UnderwriterOption = "rules",
+    model: ModelOption = None,
+    transcripts: TranscriptsOption = Path("transcripts"),
 ) -> None:
     """The main job, governed: intake, the underwriter through the tools, the Keystone
     hold and both reviews, release, then notice, verify and send; every step journaled.
@@ -246,20 +279,9 @@ def run(
     from credit.notices import DirectoryOutbox
     from credit.pipeline import Pipeline, read_batch
     from credit.policy import PolicyRegistry
-    from credit.underwriters.runtime import Underwriter
 
     registry = PolicyRegistry([_policy(policy)]) if policy else PolicyRegistry.bundled()
-    chosen: Underwriter | None = None
-    if underwriter == "claude":
-        from credit.underwriters.claude import ClaudeUnderwriter
-
-        chosen = ClaudeUnderwriter(model=model)
-    elif underwriter != "rules":
-        err.print(f"[red]error:[/red] --underwriter: unknown underwriter {underwriter!r}")
-        raise typer.Exit(EXIT_BAD_INPUT)
-    elif model is not None:
-        err.print("[red]error:[/red] --model is for --underwriter claude")
-        raise typer.Exit(EXIT_BAD_INPUT)
+    chosen = _underwriter(underwriter, model)
     path = file or default_cases_path()
     try:
         lines = read_batch(path)
@@ -286,9 +308,12 @@ def run(
         pipeline = Pipeline(
             store, DirectoryOutbox(outbox), registry=registry, underwriter=chosen, progress=tick
         )
+        pipeline.runtime.transcripts = transcripts
         summary = pipeline.run(lines, source=str(path))
     label = ", ".join(f"{p.label} (sha256 {p.sha256[:12]}...)" for p in registry.policies)
     out.print(f"policy {label}; cases from {path}; notices sent to {outbox}/")
+    if chosen is not None:
+        out.print(f"underwriter {chosen.name}; turn transcripts in {transcripts}/")
     out.print(outcome_table(summary.outcomes))
     out.print(_governance_table(summary))
     chain = summary.chain
@@ -303,14 +328,61 @@ def run(
         raise typer.Exit(EXIT_FAILED)
 
 
+EVAL_SUITES = ("policy-boundary", "thin-file", "fairness-guard")
+
+
 @app.command("eval")
-def eval_command(policy: PolicyOption = None) -> None:
-    """Run the evals (policy boundary, thin file, fairness guard); exit 1 if any fails."""
+def eval_command(
+    policy: PolicyOption = None,
+    underwriter: UnderwriterOption = "rules",
+    model: ModelOption = None,
+    suite: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--suite",
+            help=f"Run only this suite ({', '.join(EVAL_SUITES)}); repeat for more "
+            "(default: every suite).",
+        ),
+    ] = None,
+    transcripts: TranscriptsOption = Path("transcripts"),
+) -> None:
+    """Run the evals (policy boundary, thin file, fairness guard) against the rules
+    underwriter, or with --underwriter claude against the model at $ANTHROPIC_BASE_URL,
+    each case one governed turn; exit 1 if any row fails."""
     from credit.evals import run_all
+    from credit.evals.runner import run_boundary, run_fairness, run_thin_file
+    from credit.fairness_terms import default_prohibited_terms
 
     pol = _policy(policy)
-    report = run_all(pol)
-    table = Table(title=f"Evals under {pol.label}")
+    chosen = _underwriter(underwriter, model)
+    suites = tuple(dict.fromkeys(suite or EVAL_SUITES))
+    unknown = [s for s in suites if s not in EVAL_SUITES]
+    if unknown:
+        err.print(
+            f"[red]error:[/red] --suite: unknown suite {unknown[0]!r} "
+            f"(the suites: {', '.join(EVAL_SUITES)})"
+        )
+        raise typer.Exit(EXIT_BAD_INPUT)
+    if chosen is None and suites == EVAL_SUITES:
+        report = run_all(pol)
+    else:
+        from credit.evals.report import EvalReport
+        from credit.evals.runner import Underwriter as Decides
+        from credit.evals.runner import rules_underwriter
+
+        decide: Decides = rules_underwriter
+        if chosen is not None:
+            from credit.underwriters.claude import evals_underwriter
+
+            decide = evals_underwriter(chosen, transcripts=transcripts)
+        runs = {
+            "policy-boundary": lambda: run_boundary(pol, decide),
+            "thin-file": lambda: run_thin_file(pol, decide),
+            "fairness-guard": lambda: run_fairness(pol, decide, default_prohibited_terms()),
+        }
+        report = EvalReport.of(row for name in suites for row in runs[name]())
+    who = "the rules underwriter" if chosen is None else f"underwriter {chosen.name}"
+    table = Table(title=f"Evals under {pol.label}, {who}")
     for column in ("suite", "eval", "result", "detail"):
         table.add_column(column)
     for r in report.results:
@@ -320,6 +392,8 @@ def eval_command(policy: PolicyOption = None) -> None:
     out.print(table)
     failed = [r for r in report.results if not r.passed]
     out.print(f"{len(report.results) - len(failed)} passed, {len(failed)} failed")
+    if chosen is not None:
+        out.print(f"turn transcripts in {transcripts}/")
     if failed:
         raise typer.Exit(EXIT_FAILED)
 

@@ -14,15 +14,30 @@ so a turn it records is a decision the Backstop review re-derives independently.
 Exact rational arithmetic (:class:`fractions.Fraction`) for the payment, one half-up
 rounding to the policy's quantum, and a plain downward search for a counteroffer.
 
-The others misbehave in one way each: :class:`FailsWithApiError`,
-:class:`NeverRecords`, :class:`RecordsTwice`, :class:`CallsUnknownTool`,
-:class:`HangsAfterReading`, and :class:`CitesFactor` (records a decision whose factors
-cite what they are given, e.g. a prohibited basis).
+The others misbehave in one way each. Some break the session:
+:class:`FailsWithApiError`, :class:`NeverRecords`, :class:`RecordsTwice`,
+:class:`CallsUnknownTool`, :class:`HangsAfterReading`. Some record a decision the
+evals and the reviews must catch, each wrong in one way only and faithful otherwise:
+
+- :class:`CitesFactor` adds a factor of its own (e.g. a prohibited basis), on every
+  decision or only on those it names; :class:`CitesMaritalStatus` cites the
+  applicant's marital status on every adverse decision (the fairness guard);
+- :class:`GuessesOnThinFile` never refers an unusable file: it decides on what there
+  is, taking a missing score as the lowest that clears the minimum and its margin
+  (the thin-file eval);
+- :class:`IgnoresDtiMargin` never refers a DTI within the review margin: it approves
+  up to the cap (the DTI-margin edges of the policy-boundary eval);
+- :class:`ByCase` follows one script per case (a batch with a bad model on some
+  cases only);
+- :class:`InventsFigure` states a DTI of its own on every adverse decision, the file's
+  plus a few points, so its reasons state the invented figure (the stated-DTI checks
+  of the policy-boundary eval, and Backstop).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -45,10 +60,15 @@ from credit.testing.standin import (
 __all__ = [
     "READS",
     "RECORD",
+    "ByCase",
     "CallsUnknownTool",
     "CitesFactor",
+    "CitesMaritalStatus",
     "FailsWithApiError",
+    "GuessesOnThinFile",
     "HangsAfterReading",
+    "IgnoresDtiMargin",
+    "InventsFigure",
     "NeverRecords",
     "RecordsTwice",
     "Underwrites",
@@ -514,11 +534,15 @@ class Underwrites:
         decision = self.decision(results)
         return self.after_reading(request, results, decision)
 
+    reasoning: type[_Reasoning] = _Reasoning  # how it applies the policy text
+
     def decision(self, results: Mapping[str, ToolResult]) -> dict[str, Any]:
         application = _parse(results["get_application"].text)["application"]
         report = _parse(results["get_credit_report"].text)["creditReport"]
         policy = _parse(results["get_policy"].text)
-        decision, self.codes = decide_with_codes(application, report, policy, self.catalogue)
+        catalogue = self.catalogue or default_catalogue()
+        reasoning = self.reasoning(application, report, policy, catalogue)
+        decision, self.codes = reasoning.decide_coded()
         return decision
 
     def after_reading(
@@ -559,15 +583,99 @@ class RecordsTwice(Underwrites):
 
 
 class CitesFactor(Underwrites):
-    """Records the faithful decision with ``factor`` added to its factors."""
+    """Records the faithful decision with ``factor`` added to its factors: on every
+    decision, or only on the kinds of decision in ``on``."""
 
-    def __init__(self, factor: str, catalogue: Catalogue | None = None) -> None:
+    def __init__(
+        self,
+        factor: str,
+        catalogue: Catalogue | None = None,
+        *,
+        on: Sequence[str] | None = None,
+    ) -> None:
         super().__init__(catalogue)
         self.factor = factor
+        self.on = None if on is None else tuple(on)
 
     def decision(self, results: Mapping[str, ToolResult]) -> dict[str, Any]:
         decision = super().decision(results)
-        decision["factors"] = [*decision["factors"], self.factor]
+        if self.on is None or decision["decision"] in self.on:
+            decision["factors"] = [*decision["factors"], self.factor]
+        return decision
+
+
+MARITAL_STATUS_FACTOR: Final = "The applicant's marital status (separated)"
+
+
+class CitesMaritalStatus(CitesFactor):
+    """Cites the applicant's marital status beside the faithful reasons of every decline
+    and counteroffer (a prohibited basis, 12 CFR 1002.6(b)); approvals and referrals
+    are faithful."""
+
+    def __init__(self, catalogue: Catalogue | None = None) -> None:
+        super().__init__(MARITAL_STATUS_FACTOR, catalogue, on=("decline", "counteroffer"))
+
+
+class _GuessingReasoning(_Reasoning):
+    """Skips the unusable-file step, and takes a missing score as the lowest score
+    that clears the product minimum and its review margin."""
+
+    def __init__(
+        self,
+        application: Mapping[str, Any],
+        report: Mapping[str, Any],
+        policy: Mapping[str, Any],
+        catalogue: Catalogue,
+    ) -> None:
+        super().__init__(application, report, policy, catalogue)
+        if report.get("score") is None:  # the lowest score past the minimum and its margin
+            guess = int(self.pp("minScore")) + int(self.value("margins.scorePoints")) + 1
+            self.report = {**report, "score": guess}
+
+    def _step(
+        self, step: str, f: _Figures, score_fails: bool, cap_fails: bool
+    ) -> tuple[str, list[tuple[str, str]], dict[str, Any] | None] | None:
+        if step == "referUnusableFile":
+            return None
+        return super()._step(step, f, score_fails, cap_fails)
+
+
+class GuessesOnThinFile(Underwrites):
+    """Never refers an unusable file (no score, too few tradelines, too short a
+    history, an open dispute): decides it on what there is, a missing score taken as
+    the lowest that clears the product minimum and its review margin. Faithful on
+    every usable file."""
+
+    reasoning = _GuessingReasoning
+
+
+class _MarginBlindReasoning(_Reasoning):
+    """Sees no DTI review margin."""
+
+    def margins(self, f: _Figures) -> list[tuple[str, str]]:
+        return [(code, text) for code, text in super().margins(f) if code != "REFER_DTI_MARGIN"]
+
+
+class IgnoresDtiMargin(Underwrites):
+    """Never refers a DTI within the review margin (approves up to the cap itself);
+    every other margin and step is faithful."""
+
+    reasoning = _MarginBlindReasoning
+
+
+class InventsFigure(Underwrites):
+    """Records the faithful decision, but on a decline or counteroffer states a DTI of
+    its own: the file's plus ``by`` points (so a DTI reason states the invented
+    figure). Approvals and referrals are faithful."""
+
+    def __init__(self, by: str = "5.0", catalogue: Catalogue | None = None) -> None:
+        super().__init__(catalogue)
+        self.by = Decimal(by)
+
+    def decision(self, results: Mapping[str, ToolResult]) -> dict[str, Any]:
+        decision = super().decision(results)
+        if decision["decision"] in ("decline", "counteroffer"):
+            decision["dtiPct"] = str(Decimal(decision["dtiPct"]) + self.by)
         return decision
 
 
@@ -608,3 +716,22 @@ class FailsWithApiError:
 
     def __call__(self, request: ModelRequest) -> Answer:
         return self.error
+
+
+class ByCase:
+    """Follows ``scripts[case_id]`` for the case the conversation is about (the case id
+    its first user message names, as a whole word), else ``default``."""
+
+    def __init__(self, scripts: Mapping[str, Any], default: Any) -> None:
+        self.scripts = dict(scripts)
+        self.default = default
+
+    def __call__(self, request: ModelRequest) -> Answer:
+        first = request.messages[0] if request.messages else {}
+        text = dumps(first.get("content", ""))
+        for case_id, script in self.scripts.items():
+            if re.search(rf"(?<![\w-]){re.escape(case_id)}(?![\w-])", text):
+                answer: Answer = script(request)
+                return answer
+        default: Answer = self.default(request)
+        return default

@@ -12,7 +12,11 @@ tools. This adapter builds exactly that:
   ``allowed_tools`` the four ``mcp__credit__*`` tools only, the built-ins also listed in
   ``disallowed_tools``, ``setting_sources=[]`` (no user, project or local settings,
   no CLAUDE.md), ``strict_mcp_config=True`` (no other MCP server),
-  ``permission_mode="bypassPermissions"``, the Spark methodology as the system prompt;
+  ``permission_mode="bypassPermissions"``, the turn's methodology as the system prompt
+  (by default :meth:`ClaudeUnderwriter.methodology_for`: the prompt
+  :func:`~credit.underwriters.prompt.methodology_prompt` writes from the policy in
+  force, the reason catalogue and the prohibited terms, so the model is told the
+  reason codes and the Decision format the tools, Backstop and the notice step read);
 - the CLI's environment and flags that keep the session to those four tools and the
   model's endpoint (:data:`SANDBOX_ENV`: tool search off, so no deferred-tool
   placeholder joins the four; no telemetry, error reports, update checks or other
@@ -21,6 +25,12 @@ tools. This adapter builds exactly that:
 - a ``PostToolUse`` hook as a second redaction layer: it re-runs the fair-lending guard
   on every tool response before the model reads it (a field the first layer missed is
   removed and journaled with ``layer: "hook"``).
+
+Each turn's transcript (the system and user prompts, every assistant message, every
+tool call with its arguments and the result the model read after both redaction
+layers, the final answer, the usage, and the error that ended it, if one did) is kept
+for the runtime to store (:meth:`ClaudeUnderwriter.take_transcript`,
+:mod:`credit.underwriters.transcripts`).
 
 A turn runs the SDK's own loop (:class:`claude_agent_sdk.ClaudeSDKClient`), which
 starts the CLI the SDK bundles; the CLI calls the Messages API at
@@ -50,6 +60,7 @@ from typing import TYPE_CHECKING, Any, Final
 import anyio
 
 from credit.canonical import dumps
+from credit.catalogue import Catalogue, default_catalogue
 from credit.errors import (
     CreditError,
     MissingExtraError,
@@ -68,7 +79,9 @@ from credit.journal import InMemoryStore
 from credit.models import Case, Decision, parse_decision
 from credit.policy import Policy, PolicyRegistry
 from credit.tools.governed import READ_TOOLS, TOOL_DESCRIPTIONS, TOOL_NAMES, CaseTools
-from credit.underwriters.runtime import SPARK_METHODOLOGY, SparkRuntime, TurnContext, Underwriter
+from credit.underwriters.prompt import methodology_prompt
+from credit.underwriters.runtime import SparkRuntime, TurnContext, Underwriter
+from credit.underwriters.transcripts import TRANSCRIPT_FORMAT
 
 if TYPE_CHECKING:
     from claude_agent_sdk import (
@@ -215,7 +228,8 @@ class ClaudeUnderwriter:
     CLI the SDK bundles; ``user`` runs the CLI as that user; ``timeout_s`` stops a
     turn that runs longer; ``cwd`` is the session's working directory (default: a new
     empty folder per turn; nothing there is readable: there are no file tools);
-    ``query`` replaces the SDK's query loop (tests).
+    ``query`` replaces the SDK's query loop (tests); ``catalogue`` is the reason
+    catalogue the methodology lists (default: the bundled one, as the tools use).
     """
 
     def __init__(
@@ -231,6 +245,7 @@ class ClaudeUnderwriter:
         cwd: str | Path | None = None,
         query: QueryFn | None = None,
         name: str = "claude",
+        catalogue: Catalogue | None = None,
     ) -> None:
         self.model = model
         self.max_turns = max_turns
@@ -242,11 +257,29 @@ class ClaudeUnderwriter:
         self.cwd = cwd
         self._query = query
         self._name = name
+        self.catalogue = catalogue
         self.last_session: ModelSession | None = None
+        self._methodologies: dict[str, str] = {}
+        self._transcripts: dict[str, dict[str, Any]] = {}
 
     @property
     def name(self) -> str:
         return self._name
+
+    def methodology_for(self, policy: Policy) -> str:
+        """The system prompt for a turn under ``policy``: the Spark methodology written
+        from that policy, the reason catalogue and the prohibited terms
+        (:func:`~credit.underwriters.prompt.methodology_prompt`), once per policy."""
+        key = policy.sha256
+        if key not in self._methodologies:
+            catalogue = self.catalogue or default_catalogue()
+            self._methodologies[key] = methodology_prompt(policy, catalogue)
+        return self._methodologies[key]
+
+    def take_transcript(self, turn: str) -> dict[str, Any] | None:
+        """The transcript of ``turn`` (once: it is then forgotten here), or None when
+        no session of that turn ran."""
+        return self._transcripts.pop(turn, None)
 
     # ------------------------------------------------------------ the tools
 
@@ -369,11 +402,31 @@ class ClaudeUnderwriter:
         refusal, not an error). ``last_session`` says what the session did either way.
         """
         _require_sdk()
-        from claude_agent_sdk import ClaudeSDKError
-
         query: QueryFn = self._query or _client_session
         session = _Session(self.name, tools)
         self.last_session = None
+        prompt = context.prompt()
+        failure: BaseException | None = None
+        try:
+            return await self._session(query, session, tools, context, prompt)
+        except BaseException as err:
+            failure = err
+            raise
+        finally:
+            self._transcripts[context.turn] = session.transcript(
+                context, prompt, requested_model=self.model, failure=failure
+            )
+
+    async def _session(
+        self,
+        query: QueryFn,
+        session: _Session,
+        tools: CaseTools,
+        context: TurnContext,
+        prompt: str,
+    ) -> str:
+        from claude_agent_sdk import ClaudeSDKError
+
         with contextlib.ExitStack() as stack:
             options = self.build_options(tools, context)
             if options.cwd is None:  # an empty folder: nothing there to read or disclose
@@ -384,7 +437,7 @@ class ClaudeUnderwriter:
             started = time.monotonic()
             try:
                 with anyio.fail_after(self.timeout_s):
-                    messages = query(prompt=context.prompt(), options=options)
+                    messages = query(prompt=prompt, options=options)
                     try:
                         async for message in messages:
                             session.observe(message)
@@ -439,6 +492,90 @@ def _json_safe_text(value: object) -> str:
     return text[:_TEXT_LIMIT]
 
 
+def _json_safe(value: Any) -> Any:
+    """A JSON-safe copy of what the SDK gave (anything else as its text)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return str(value)
+
+
+def _block_record(block: Any) -> dict[str, Any]:
+    """One content block of a message as the transcript keeps it."""
+    from claude_agent_sdk import TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+
+    if isinstance(block, TextBlock):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, ToolUseBlock):
+        return {
+            "type": "tool_use",
+            "id": block.id,
+            "name": block.name,
+            "input": _json_safe(block.input),
+        }
+    if isinstance(block, ToolResultBlock):
+        return {
+            "type": "tool_result",
+            "toolUseId": block.tool_use_id,
+            "content": _json_safe(block.content),
+            "isError": bool(block.is_error),
+        }
+    if isinstance(block, ThinkingBlock):  # its signature is the API's, not the model's words
+        return {"type": "thinking", "thinking": block.thinking}
+    return {"type": type(block).__name__, "value": str(block)}
+
+
+def _assistant_record(message: Any) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "messageId": message.message_id,  # one API reply may come as several messages
+        "model": message.model,
+        "content": [_block_record(b) for b in message.content],
+        "stopReason": message.stop_reason,
+        "usage": _json_safe(message.usage),
+        "error": message.error,
+    }
+
+
+def _user_record(message: Any) -> dict[str, Any]:
+    content = message.content
+    shown = content if isinstance(content, str) else [_block_record(b) for b in content]
+    return {"role": "user", "content": shown}
+
+
+def _tool_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every tool call in the conversation, in order, with the result the model read
+    (None when the session ended before a result came back)."""
+    results = {
+        block["toolUseId"]: block
+        for message in messages
+        if message["role"] == "user" and isinstance(message["content"], list)
+        for block in message["content"]
+        if block["type"] == "tool_result"
+    }
+    calls = []
+    for message in messages:
+        if message["role"] != "assistant":
+            continue
+        for block in message["content"]:
+            if block["type"] != "tool_use":
+                continue
+            result = results.get(block["id"])
+            calls.append(
+                {
+                    "id": block["id"],
+                    "tool": block["name"],
+                    "arguments": block["input"],
+                    "result": None if result is None else result["content"],
+                    "isError": None if result is None else result["isError"],
+                }
+            )
+    return calls
+
+
 class _Session:
     """What one session did, read from the SDK's messages as they arrive; raises at the
     first sign that the turn cannot give a usable outcome."""
@@ -453,6 +590,9 @@ class _Session:
         self.api_error_kind: str | None = None
         self.result: Any = None
         self.stderr: list[str] = []
+        self.offered: list[str] | None = None  # the tools the CLI said it offers
+        self.models: list[str] = []  # the models that answered, as they named themselves
+        self.messages: list[dict[str, Any]] = []  # the conversation, for the transcript
 
     def context(self) -> dict[str, Any]:
         return {
@@ -483,8 +623,14 @@ class _Session:
 
         if isinstance(message, SystemMessage) and message.subtype == "init":
             self.session_id = message.data.get("session_id", self.session_id)
+            tools = message.data.get("tools")
+            if isinstance(tools, list):
+                self.offered = [str(t) for t in tools]
         elif isinstance(message, AssistantMessage):
             self.session_id = message.session_id or self.session_id
+            if message.model and message.model not in self.models:
+                self.models.append(message.model)
+            self.messages.append(_assistant_record(message))
             if message.error is not None:
                 self.api_error_kind = message.error
             for block in message.content:
@@ -499,10 +645,12 @@ class _Session:
                             tool=block.name,
                             **self.context(),
                         )
-        elif isinstance(message, UserMessage) and isinstance(message.content, list):
-            for block in message.content:
-                if isinstance(block, ToolResultBlock) and block.is_error:
-                    self.tool_errors.append(_json_safe_text(block.content))
+        elif isinstance(message, UserMessage):
+            self.messages.append(_user_record(message))
+            if isinstance(message.content, list):
+                for block in message.content:
+                    if isinstance(block, ToolResultBlock) and block.is_error:
+                        self.tool_errors.append(_json_safe_text(block.content))
         elif isinstance(message, ResultMessage):
             self.session_id = message.session_id or self.session_id
             self.result = message
@@ -552,6 +700,45 @@ class _Session:
             )
         return str(final)
 
+    def transcript(
+        self,
+        context: TurnContext,
+        prompt: str,
+        *,
+        requested_model: str | None,
+        failure: BaseException | None,
+    ) -> dict[str, Any]:
+        """What the model was sent and what it answered in this session (the format of
+        :mod:`credit.underwriters.transcripts`)."""
+        result = self.result
+        usage = getattr(result, "usage", None) if result is not None else None
+        outcome: dict[str, Any] = {"ended": failure is None}
+        if isinstance(failure, ModelTurnError):
+            outcome["error"] = failure.record()
+        elif failure is not None:
+            outcome["error"] = {"error": type(failure).__name__, "message": str(failure)}
+        return {
+            "format": TRANSCRIPT_FORMAT,
+            "caseId": self.tools.case_id,
+            "turn": context.turn,
+            "underwriter": self.underwriter,
+            "sessionId": self.session_id,
+            "model": {"requested": requested_model, "answered": list(self.models)},
+            "system": context.methodology,
+            "prompt": prompt,
+            "toolsOffered": self.offered,
+            "messages": list(self.messages),
+            "toolCalls": _tool_calls(self.messages),
+            "final": getattr(result, "result", None) if result is not None else None,
+            "usage": _json_safe(usage) if usage is not None else None,
+            "turns": getattr(result, "num_turns", None) if result is not None else None,
+            "durationMs": getattr(result, "duration_ms", None) if result is not None else None,
+            "apiDurationMs": (
+                getattr(result, "duration_api_ms", None) if result is not None else None
+            ),
+            "outcome": outcome,
+        }
+
     def report(self, seconds: float) -> ModelSession:
         result = self.result
         usage: Mapping[str, Any] = (getattr(result, "usage", None) or {}) if result else {}
@@ -571,27 +758,41 @@ class _Session:
 
 
 def evals_underwriter(
-    underwriter: Underwriter, *, methodology: str | None = None
+    underwriter: Underwriter,
+    *,
+    methodology: str | None = None,
+    transcripts: Path | str | None = None,
 ) -> Callable[[Case, Policy], Decision]:
     """A runtime underwriter as the evals take one (``credit.evals.runner``: a callable
     from a case and a policy to a Decision), on the governed path: each case is taken
     in by Onramp into a fresh in-memory journal and one Spark turn runs under that
-    policy; the decision it recorded is returned. A refused turn, or one that
-    recorded nothing, raises :class:`~credit.errors.UnderwriterError` (the evals count
-    the row failed); a failed model session raises its own error."""
+    policy (with ``methodology`` as the system prompt, default the underwriter's own);
+    the decision it recorded is returned. A refused turn, or one that recorded nothing,
+    raises :class:`~credit.errors.UnderwriterError` naming the boundary and what broke
+    it (the evals count the row failed); a failed model session raises its own error.
+    A model's transcripts go to ``transcripts`` (default ``$CREDIT_TRANSCRIPTS``, else
+    ``./transcripts``)."""
 
     def decide(case: Case, policy: Policy) -> Decision:
         store = InMemoryStore()
         intake(case.model_dump(mode="json", by_alias=True), store)
         runtime = SparkRuntime(
-            store, registry=PolicyRegistry([policy]), methodology=methodology or SPARK_METHODOLOGY
+            store,
+            registry=PolicyRegistry([policy]),
+            methodology=methodology,
+            transcripts=transcripts,
         )
         result = runtime.run_turn(case.case_id, underwriter)
         if result.error is not None and result.decision_entry is None:
             raise result.error  # the turn's own typed error (journaled as a failed turn)
         if result.refused or result.decision_entry is None:
+            broken = [
+                f"{r.boundary_id}: {r.detail}" for r in result.verdict.results if not r.upheld
+            ]
             raise UnderwriterError(
-                f"the turn recorded no decision: {result.surface}",
+                f"the turn was refused ({'; '.join(broken)})"
+                if result.refused
+                else f"the turn recorded no decision: {result.failure or result.surface}",
                 case_id=case.case_id,
                 underwriter=underwriter.name,
             )

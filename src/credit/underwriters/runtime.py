@@ -17,8 +17,17 @@ A turn (spec, "Governance seams" and ADR-0001 typed refusal):
    boundary was violated. A boundary reported ``runtime_checkable=False`` never refuses.
 4. **Audit.** The underwriter's own output is journaled unchanged
    (``underwriter.turn``, with the verdict); a refusal adds ``safety.refusal`` with the
-   boundary ids. :attr:`SparkRuntime.last_refusal_was_typed` keeps whether the last
-   turn was refused (next-turn evidence that no refusal was silently corrected).
+   boundary ids. An underwriter that keeps a transcript of its turn (a model: what it
+   was sent and what it answered, :class:`Transcribed`) has it stored outside the
+   database, content-addressed (:mod:`credit.underwriters.transcripts`), and the
+   ``underwriter.turn`` entry names it (``transcript``, ``transcriptSha256``).
+   :attr:`SparkRuntime.last_refusal_was_typed` keeps whether the last turn was refused
+   (next-turn evidence that no refusal was silently corrected).
+
+The methodology (the system prompt) is the runtime's when one is given, else the
+underwriter's own for the policy in force on the case date when it writes one
+(:class:`WritesMethodology`: the LLM underwriter's prompt from the policy, the reason
+catalogue and the prohibited terms), else :data:`SPARK_METHODOLOGY`.
 
 The decision a turn records is *held* (``status: "held"``): the Keystone gate reviews
 it after the turn ends.
@@ -29,19 +38,21 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Final, Protocol, runtime_checkable
 
 import anyio
 
 from credit import kinds as _kinds
 from credit.canonical import sha256_hex
-from credit.errors import CreditError, InputError, ModelTurnError
+from credit.errors import CreditError, InputError, JournalIntegrityError, ModelTurnError
 from credit.governance.governor import Governor
 from credit.governance.guard import FairLendingGuard, Redaction
 from credit.governance.refusal import SafetyVerdict, build_refusal_surface
 from credit.journal.base import Entry, Store
-from credit.policy import PolicyRegistry
+from credit.policy import Policy, PolicyRegistry
 from credit.tools.governed import TOOL_NAMES, CaseTools
+from credit.underwriters.transcripts import transcripts_folder, write_transcript
 
 __all__ = [
     "SAFETY_REFUSAL",
@@ -49,9 +60,11 @@ __all__ = [
     "TURN_FAILED",
     "UNDERWRITER_TURN",
     "SparkRuntime",
+    "Transcribed",
     "TurnContext",
     "TurnResult",
     "Underwriter",
+    "WritesMethodology",
     "failure_payload",
 ]
 
@@ -117,6 +130,21 @@ class Underwriter(Protocol):
     async def run(self, tools: CaseTools, context: TurnContext) -> str: ...
 
 
+@runtime_checkable
+class WritesMethodology(Protocol):
+    """An underwriter that writes its own methodology for the policy in force."""
+
+    def methodology_for(self, policy: Policy) -> str: ...
+
+
+@runtime_checkable
+class Transcribed(Protocol):
+    """An underwriter that keeps a transcript of each turn: ``take_transcript(turn)``
+    gives it once, after the turn (ended or failed), or None when it kept none."""
+
+    def take_transcript(self, turn: str) -> Mapping[str, Any] | None: ...
+
+
 @dataclass(frozen=True)
 class TurnResult:
     """The outcome of one underwriter turn.
@@ -156,7 +184,10 @@ class SparkRuntime:
 
     ``registry`` picks the policy in force on each case date (default: the bundled
     reference policy); ``guard`` is the fair-lending guard (default: the shipped
-    prohibited-terms data, proxies included).
+    prohibited-terms data, proxies included); ``methodology`` is the system prompt of
+    every turn (default: each underwriter's own, see the module docstring);
+    ``transcripts`` is the folder turn transcripts are stored in (default:
+    ``$CREDIT_TRANSCRIPTS``, else ``./transcripts``).
     """
 
     def __init__(
@@ -165,20 +196,46 @@ class SparkRuntime:
         *,
         registry: PolicyRegistry | None = None,
         guard: FairLendingGuard | None = None,
-        methodology: str = SPARK_METHODOLOGY,
+        methodology: str | None = None,
+        transcripts: Path | str | None = None,
     ) -> None:
         self.store = store
         self.registry = registry or PolicyRegistry.bundled()
         self.guard = guard
         self.methodology = methodology
+        self.transcripts = transcripts
         self.last_refusal_was_typed = False
 
-    def _context_document(self, case_id: str, tools: CaseTools) -> Mapping[str, Any]:
+    def methodology_for(self, underwriter: Underwriter, policy: Policy) -> str:
+        """The system prompt of a turn under ``policy``."""
+        if self.methodology is not None:
+            return self.methodology
+        if isinstance(underwriter, WritesMethodology):
+            return underwriter.methodology_for(policy)
+        return SPARK_METHODOLOGY
+
+    def _transcript_fields(self, underwriter: Underwriter, turn: str) -> dict[str, Any]:
+        """Store the turn's transcript, if the underwriter kept one; the fields that
+        name it on the ``underwriter.turn`` entry."""
+        if not isinstance(underwriter, Transcribed):
+            return {}
+        transcript = underwriter.take_transcript(turn)
+        if transcript is None:
+            return {}
+        try:
+            stored = write_transcript(transcripts_folder(self.transcripts), transcript)
+        except (OSError, JournalIntegrityError) as err:  # the turn is journaled all the same
+            return {"transcriptError": f"{type(err).__name__}: {err}"}
+        return {"transcriptSha256": stored.sha256, "transcript": stored.name}
+
+    def _context_document(
+        self, case_id: str, tools: CaseTools, methodology: str
+    ) -> Mapping[str, Any]:
         document = self.store.get_case(case_id)
         if document is None:
             raise InputError("no case with this id has been taken in", case_id=case_id)
         return {
-            "methodology": self.methodology,
+            "methodology": methodology,
             "tools": list(TOOL_NAMES),
             "caseId": case_id,
             "asOf": document["asOf"],
@@ -194,8 +251,9 @@ class SparkRuntime:
             self.store, case_id, underwriter=underwriter.name, guard=self.guard, turn=turn
         )
         tools = CaseTools(self.store, case_id, governor, self.registry)
-        context_doc = self._context_document(case_id, tools)
-        context = TurnContext(case_id, str(context_doc["asOf"]), self.methodology, turn)
+        methodology = self.methodology_for(underwriter, tools.policy())
+        context_doc = self._context_document(case_id, tools, methodology)
+        context = TurnContext(case_id, str(context_doc["asOf"]), methodology, turn)
         started = governor.check_context(context_doc).upheld
         audited = ""
         if started:
@@ -203,7 +261,14 @@ class SparkRuntime:
                 audited = await underwriter.run(tools, context)
             except Exception as err:  # any failure of the turn is journaled, never lost
                 return self._failed(
-                    case_id, underwriter.name, turn, governor, tools, err, started=True
+                    case_id,
+                    underwriter.name,
+                    turn,
+                    governor,
+                    tools,
+                    err,
+                    started=True,
+                    transcript=self._transcript_fields(underwriter, turn),
                 )
         verdict = governor.verdict()
         refusal = build_refusal_surface(verdict)
@@ -221,6 +286,7 @@ class SparkRuntime:
                 "toolCalls": list(tools.calls),
                 "decisionEntry": governor.committed.seq if governor.committed else None,
                 "verdict": _verdict_wire(verdict),
+                **(self._transcript_fields(underwriter, turn) if started else {}),
             },
         )
         if refusal is not None:
@@ -285,6 +351,7 @@ class SparkRuntime:
         err: Exception,
         *,
         started: bool,
+        transcript: Mapping[str, Any],
     ) -> TurnResult:
         verdict = governor.verdict()
         self.store.append(
@@ -298,6 +365,7 @@ class SparkRuntime:
                 "toolCalls": list(tools.calls),
                 "decisionEntry": governor.committed.seq if governor.committed else None,
                 "verdict": _verdict_wire(verdict),
+                **transcript,
             },
         )
         payload = failure_payload("underwriter", err)
