@@ -274,6 +274,50 @@ def test_approve_must_be_the_last_step(tmp_path: Path) -> None:
     assert (err.key, err.message) == ("steps.value", "approve must be the last step")
 
 
+@pytest.mark.parametrize(
+    ("order", "first", "then"),
+    [
+        # a thin file declined instead of referred
+        (
+            "[declineHardFailure, referUnusableFile, counteroffer, referWithinMargin, approve]",
+            "referUnusableFile",
+            "declineHardFailure",
+        ),
+        # a thin file offered adjusted terms
+        (
+            "[counteroffer, referUnusableFile, declineHardFailure, referWithinMargin, approve]",
+            "referUnusableFile",
+            "counteroffer",
+        ),
+        # a within-margin score referred although the DTI is over the cap
+        (
+            "[referUnusableFile, declineHardFailure, referWithinMargin, counteroffer, approve]",
+            "counteroffer",
+            "referWithinMargin",
+        ),
+        (
+            "[referUnusableFile, referWithinMargin, declineHardFailure, counteroffer, approve]",
+            "declineHardFailure",
+            "referWithinMargin",
+        ),
+    ],
+)
+def test_a_step_order_that_breaks_the_methodology_is_refused_naming_the_key(
+    tmp_path: Path, order: str, first: str, then: str
+) -> None:
+    err = load_error(tmp_path, edited(STEPS, f"  value: {order}\n"))
+    assert err.key == "steps.value"
+    assert f"{then} comes before {first}" in err.message
+    assert "reference-policy.md" in err.message and str(tmp_path) in str(err)
+
+
+def test_decline_and_counteroffer_commute_so_either_order_loads(tmp_path: Path) -> None:
+    order = "[referUnusableFile, counteroffer, declineHardFailure, referWithinMargin, approve]"
+    path = tmp_path / "policy.yaml"
+    path.write_text(edited(STEPS, f"  value: {order}\n"), encoding="utf-8")
+    assert load_policy(path)["steps"].value == tuple(order.strip("[]").split(", "))
+
+
 def test_a_factor_order_missing_a_kind_is_an_error(tmp_path: Path) -> None:
     old = "  value: [scoreBelowMinimum, dtiOverCap, ltvOverCap, bureauKeyFactors]\n"
     err = load_error(

@@ -26,7 +26,7 @@ import credit.secondline
 import credit.secondline.offer as offer_module
 from batch_support import policy_with
 from conftest import auto_case, card_case, credit_report, key_factor, with_changes
-from credit.errors import NotInPolicyError, UndecidedCaseError
+from credit.errors import NotInPolicyError, PolicyError, UndecidedCaseError
 from credit.models import Application, Decision, Terms, parse_case
 from credit.policy import Policy, default_policy
 from credit.secondline import Derivation, Difference, compare, derive
@@ -216,21 +216,29 @@ def test_the_policys_factor_order_and_reason_count_are_followed(tmp_path: Path) 
     )
 
 
-def test_the_policys_step_order_is_followed(tmp_path: Path) -> None:
-    steps = [
-        "declineHardFailure",
-        "referUnusableFile",
-        "counteroffer",
-        "referWithinMargin",
-        "approve",
-    ]
-    policy = policy_with({"steps": steps}, tmp_path)
-    thin_and_low = auto_case(score=590, tradelines=2)
-    assert derived(thin_and_low).decision == "refer"
-    assert (derived(thin_and_low, policy).decision, derived(thin_and_low, policy).step) == (
-        "decline",
-        "declineHardFailure",
-    )
+def test_a_step_order_that_would_decline_a_thin_file_never_reaches_the_second_line(
+    tmp_path: Path,
+) -> None:
+    steps = ["declineHardFailure", "referUnusableFile", "counteroffer", "referWithinMargin"]
+    with pytest.raises(PolicyError) as info:
+        policy_with({"steps": [*steps, "approve"]}, tmp_path)
+    assert info.value.key == "steps.value"
+
+
+@pytest.mark.parametrize(
+    ("doc", "decision"),
+    [
+        (auto_case(score=590, tradelines=2), "refer"),
+        (auto_case(score=590), "decline"),
+        (auto_case(amount="30000.00", value="20000.00", debt="500.00"), "counteroffer"),
+    ],
+)
+def test_the_other_order_the_methodology_allows_decides_alike(
+    tmp_path: Path, doc: dict[str, Any], decision: str
+) -> None:
+    steps = ["referUnusableFile", "counteroffer", "declineHardFailure", "referWithinMargin"]
+    policy = policy_with({"steps": [*steps, "approve"]}, tmp_path)
+    assert derived(doc, policy).decision == derived(doc).decision == decision
 
 
 # ---------------------------------------------------------------- confidence

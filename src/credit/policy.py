@@ -41,6 +41,7 @@ __all__ = [
     "Param",
     "Policy",
     "PolicyRegistry",
+    "STEP_PRECEDENCE",
     "ProductPolicy",
     "default_policy",
     "default_policy_path",
@@ -56,6 +57,20 @@ DECISION_STEPS = (
     "counteroffer",
     "referWithinMargin",
     "approve",
+)
+# The methodology's order of the steps, as the pairs that must come first. An unusable
+# file is referred before anything judges it (never guess: a thin file declined or
+# approved is a guess); a hard failure is declined and a curable one counteroffered
+# before the margin rule, which judges only a request that passes every cap; approve is
+# whatever is left. declineHardFailure and counteroffer commute (a counteroffer exists
+# only where the request fails on DTI or LTV alone and the decline step declines only
+# where none exists), so either order is the methodology's.
+STEP_PRECEDENCE = (
+    ("referUnusableFile", "declineHardFailure"),
+    ("referUnusableFile", "counteroffer"),
+    ("referUnusableFile", "referWithinMargin"),
+    ("declineHardFailure", "referWithinMargin"),
+    ("counteroffer", "referWithinMargin"),
 )
 FACTOR_KINDS = ("scoreBelowMinimum", "dtiOverCap", "ltvOverCap", "bureauKeyFactors")
 
@@ -155,8 +170,18 @@ def _read_value(kind: Kind, value: Any, *, file: str, key: str) -> Any:
             file=file,
             key=key,
         )
-    if kind == "steps" and names[-1] != "approve":
-        raise PolicyError("approve must be the last step", file=file, key=key)
+    if kind == "steps":
+        if names[-1] != "approve":
+            raise PolicyError("approve must be the last step", file=file, key=key)
+        for first, then in STEP_PRECEDENCE:
+            if names.index(first) > names.index(then):
+                raise PolicyError(
+                    f"{then} comes before {first}, which breaks the methodology: "
+                    f"{first} must be applied first (reference-policy.md, "
+                    '"Decision, in this order")',
+                    file=file,
+                    key=key,
+                )
     return names
 
 
