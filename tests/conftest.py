@@ -26,12 +26,28 @@ from credit.underwriting.capacity import amortised_payment, card_payment, dti_pc
 POLICY = default_policy()
 
 
+@pytest.fixture(scope="session")
+def journal_key_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One journal signing key for the session (a test may make its own)."""
+    from credit.journal.keys import keygen
+
+    path = tmp_path_factory.mktemp("journal-key") / "journal.key"
+    keygen(path, "credit.test/journal")
+    return path
+
+
 @pytest.fixture(autouse=True)
-def _isolated_journal_and_outbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test writes ./credit.db or ./outbox in the working tree: the journal and the
-    outbox default to this test's own temporary folder (a test may still set its own)."""
+def _isolated_journal_and_outbox(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, journal_key_path: Path
+) -> None:
+    """No test writes ./credit.db, ./outbox, ./checkpoints or ./credit-journal.key in
+    the working tree: the journal, the outbox and the checkpoints default to this
+    test's own temporary folder, the signing key to the session's (a test may still
+    set its own)."""
     monkeypatch.setenv("CREDIT_DATABASE_URL", f"sqlite:///{tmp_path / 'credit.db'}")
     monkeypatch.setenv("CREDIT_OUTBOX", str(tmp_path / "outbox"))
+    monkeypatch.setenv("CREDIT_SIGNING_KEY", str(journal_key_path))
+    monkeypatch.setenv("CREDIT_CHECKPOINTS", str(tmp_path / "checkpoints"))
 
 
 CENT = Decimal("0.01")
