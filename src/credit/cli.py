@@ -243,6 +243,7 @@ def run(
     hold and both reviews, release, then notice, verify and send; every step journaled.
     Resumable: run it again after an interruption and it finishes the batch."""
     from credit.journal import open_store
+    from credit.journal.signer import checkpoints_dir, ensure_journal_key
     from credit.notices import DirectoryOutbox
     from credit.pipeline import Pipeline, read_batch
     from credit.policy import PolicyRegistry
@@ -266,8 +267,13 @@ def run(
     except InputError as e:
         err.print(f"[red]error:[/red] {e}", highlight=False, markup=False)
         raise typer.Exit(EXIT_BAD_INPUT) from None
+    try:
+        key = ensure_journal_key(note=lambda text: err.print(text, highlight=False, markup=False))
+    except CreditError as e:
+        err.print(f"[red]error:[/red] {e}", highlight=False, markup=False)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
     with (
-        open_store(database) as store,
+        open_store(database, key=key) as store,
         Progress(
             TextColumn("{task.description:<10}"),
             BarColumn(),
@@ -284,7 +290,12 @@ def run(
             progress.update(tasks[phase], completed=done, total=total)
 
         pipeline = Pipeline(
-            store, DirectoryOutbox(outbox), registry=registry, underwriter=chosen, progress=tick
+            store,
+            DirectoryOutbox(outbox),
+            registry=registry,
+            underwriter=chosen,
+            progress=tick,
+            checkpoints=checkpoints_dir(),
         )
         summary = pipeline.run(lines, source=str(path))
     label = ", ".join(f"{p.label} (sha256 {p.sha256[:12]}...)" for p in registry.policies)
@@ -296,6 +307,8 @@ def run(
         out.print(f"journal: chain verified, {chain.entries} entries, head {chain.head[:16]}...")
     elif chain is not None:
         out.print(f"[red]journal: BROKEN at entry {chain.first_broken_seq}: {chain.detail}[/red]")
+    if summary.checkpoint is not None:
+        out.print(f"journal: signed checkpoint {summary.checkpoint}", highlight=False)
     _report_failures(summary.failures, summary.cases)
     if summary.failures:
         raise typer.Exit(EXIT_BAD_INPUT)

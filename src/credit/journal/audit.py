@@ -362,7 +362,7 @@ class Walk:
             problem = document_problem(document, accepted_digest(accepted))
             if problem is not None:
                 self.findings.append(Finding("case-document", problem, case_id=case_id))
-        for case_id, accepted in sorted(self._accepted.items()):
+        for case_id in sorted(self._accepted):
             if case_id not in rows.cases:
                 self.findings.append(
                     Finding(

@@ -148,10 +148,15 @@ def ensure_journal_key(
     where = key_path(path)
     explicit = path is not None or bool(os.environ.get(SIGNING_KEY_ENV))
     if not where.exists() and not explicit:
-        keygen(where, DEFAULT_KEY_NAME)
-        say = note or (lambda text: print(text, file=sys.stderr))
-        say(
-            f"note: made the journal signing key {where} (and {where}.pub); keep it "
-            f"outside the database, or set ${SIGNING_KEY_ENV} to your own"
-        )
+        try:
+            keygen(where, DEFAULT_KEY_NAME)
+        except InputError:
+            if not where.exists():  # not another process making it at the same moment
+                raise
+        else:
+            say = note or (lambda text: print(text, file=sys.stderr))
+            say(
+                f"note: made the journal signing key {where} (and {where}.pub); keep it "
+                f"outside the database, or set ${SIGNING_KEY_ENV} to your own"
+            )
     return load_journal_key(where)

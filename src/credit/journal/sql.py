@@ -91,6 +91,7 @@ from credit.journal.base import (
     verify_chain,
     walk_entry,
 )
+from credit.journal.checkpoint import CHECKPOINT_SUFFIX
 from credit.journal.merkle import MerkleLog, root
 from credit.journal.signer import JournalKey, load_journal_key
 from credit.journal.tree import sign_head
@@ -514,6 +515,9 @@ class SqlStore:
         with self._write() as conn:
             log = self._grown(conn, self._head_seq(conn))
             size, head = log.size, log.root()
+            kept = directory / f"{size:020d}{CHECKPOINT_SUFFIX}"
+            if self._roots.get(size) == head and kept.is_file():
+                return kept  # this tree head is signed already
 
             def root_at(n: int) -> bytes:
                 if n == size:

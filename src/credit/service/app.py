@@ -51,6 +51,7 @@ from credit.journal.base import (
     StaleCaseError,
     Store,
 )
+from credit.journal.signer import checkpoints_dir, ensure_journal_key
 from credit.journal.sql import SqlStore, open_store
 from credit.notices.outbox import DirectoryOutbox, Outbox
 from credit.policy import PolicyRegistry
@@ -259,6 +260,7 @@ def create_app(
                 settings.database_url,
                 schema=settings.schema_name,
                 create=settings.create_tables,
+                key=ensure_journal_key(),
             )
             if keys is None or claims is None:
                 service_db = ServiceDb(
@@ -312,6 +314,7 @@ def create_app(
         claims,
         registry=registry,
         claim_stale_after_s=settings.claim_stale_after_s,
+        checkpoints=checkpoints_dir(),
     )
     app.state.service_db = service_db
 
