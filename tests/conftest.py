@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
 from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
 from functools import lru_cache
@@ -26,14 +27,22 @@ from credit.underwriting.capacity import amortised_payment, card_payment, dti_pc
 POLICY = default_policy()
 
 
-@pytest.fixture(scope="session")
-def journal_key_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One journal signing key for the session (a test may make its own)."""
+@pytest.fixture(scope="session", autouse=True)
+def journal_key_path(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One journal signing key for the session (a test may make its own), named by
+    $CREDIT_SIGNING_KEY from the start, so that a module's fixtures use it too and no
+    test makes ./credit-journal.key in the working tree."""
     from credit.journal.keys import keygen
 
     path = tmp_path_factory.mktemp("journal-key") / "journal.key"
     keygen(path, "credit.test/journal")
-    return path
+    before = os.environ.get("CREDIT_SIGNING_KEY")
+    os.environ["CREDIT_SIGNING_KEY"] = str(path)
+    yield path
+    if before is None:
+        os.environ.pop("CREDIT_SIGNING_KEY", None)
+    else:
+        os.environ["CREDIT_SIGNING_KEY"] = before
 
 
 @pytest.fixture(autouse=True)

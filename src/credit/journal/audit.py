@@ -362,8 +362,8 @@ class Walk:
             problem = document_problem(document, accepted_digest(accepted))
             if problem is not None:
                 self.findings.append(Finding("case-document", problem, case_id=case_id))
-        for case_id in sorted(self._accepted):
-            if case_id not in rows.cases:
+        for case_id, accepted in sorted(self._accepted.items()):
+            if case_id not in rows.cases and accepted_digest(accepted) is not None:
                 self.findings.append(
                     Finding(
                         "case-document",

@@ -357,6 +357,18 @@ class CaseService:
             day = dt.date.fromisoformat(str(dated.payload["noticeDate"]))
         notice = render_notice(case, basis, notice_date=day)
         report = self.verifier.verify(notice, expectation_for(case, basis, notice_date=day))
+        if life.sent is not None:
+            # A sent notice is served only while the kept file and this rendering are
+            # still the bytes the journal says were sent.
+            journaled = str(life.sent.payload.get("noticeSha256"))
+            self.outbox.read(case_id, journaled)
+            if notice.sha256 != journaled:
+                raise ServiceError(
+                    f"the notice rendered from the record ({notice.sha256[:12]}...) is not the "
+                    f"one sent ({journaled[:12]}...)",
+                    status=409,
+                    case_id=case_id,
+                )
         delivery = "not-sent" if life.gate.released is not None else "preview"
         if life.sent is not None:
             delivery = "sent"
