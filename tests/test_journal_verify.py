@@ -124,7 +124,7 @@ def test_credit_journal_verify_confirms_a_whole_chain_with_exit_0(journal: Journ
 
 
 def test_credit_journal_verify_names_the_edited_entry_with_exit_1(journal: Journal) -> None:
-    _, url, schema, entries = journal
+    _, url, schema, _ = journal
     raw_sql(url, schema, """UPDATE journal_entries SET kind = 'review.failed' WHERE seq = 3""")
     code, stdout, _ = run_cli("journal", "verify", *cli_args(url, schema))
     assert code == 1
