@@ -340,11 +340,6 @@ def eval_command(policy: PolicyOption = None) -> None:
 app.add_typer(journal_app, name="journal")
 register_notices(app)
 register_governance(app)
-import credit.cli_batch  # noqa: E402  (registers `credit batch`, `credit backtest`)
-import credit.cli_mcp  # noqa: E402  (registers `credit mcp`)
-import credit.cli_outbox  # noqa: E402  (registers `credit outbox`)
-import credit.cli_service  # noqa: E402  (registers `credit serve`, `keys`, `db`)
-import credit.cli_spark  # noqa: E402, F401  (registers `credit spark`)
 
 
 def main() -> None:
