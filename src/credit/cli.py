@@ -340,6 +340,13 @@ def eval_command(policy: PolicyOption = None) -> None:
 app.add_typer(journal_app, name="journal")
 register_notices(app)
 register_governance(app)
+import credit.cli_batch  # noqa: E402  (registers `credit batch`, `credit backtest`)
+import credit.cli_bundle  # noqa: E402  (registers `credit export`, `credit verify-bundle`)
+import credit.cli_mcp  # noqa: E402  (registers `credit mcp`)
+import credit.cli_outbox  # noqa: E402  (registers `credit outbox`)
+import credit.cli_service  # noqa: E402  (registers `credit serve`, `keys`, `db`)
+import credit.cli_spark  # noqa: E402  (registers `credit spark`)
+import credit.cli_why  # noqa: E402, F401  (registers `credit why`, `credit replay`)
 
 
 def main() -> None:
