@@ -138,9 +138,9 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("tamper-template")
     key = load_journal_key()
     with open_store(f"sqlite:///{root / 'journal.db'}", key=key) as store:
-        Pipeline(
-            store, DirectoryOutbox(root / "outbox"), checkpoints=root / "checkpoints"
-        ).run(example_batch())
+        Pipeline(store, DirectoryOutbox(root / "outbox"), checkpoints=root / "checkpoints").run(
+            example_batch()
+        )
     return root
 
 
