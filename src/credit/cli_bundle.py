@@ -16,7 +16,7 @@ from rich.markup import escape
 
 from credit.cli import app
 from credit.cli_journal import CheckpointsOption, DatabaseOption, PublicKeyOption, SchemaOption
-from credit.errors import CreditError, InputError
+from credit.errors import CreditError
 from credit.journal.bundle import export_bundle, verify_bundle
 
 __all__: list[str] = []
@@ -42,20 +42,12 @@ def export_command(
 ) -> None:
     """Write the case, its decision, notice and verification report, its journal
     entries with their inclusion proofs, the checkpoint and the public key to a zip."""
-    from credit.cli_journal import _keys
+    from credit.cli_journal import newest_signed
     from credit.journal import open_store
-    from credit.journal.signer import checkpoints_dir
-    from credit.journal.tree import newest_checkpoint
     from credit.notices.outbox import DirectoryOutbox
 
-    folder = checkpoints_dir(checkpoints)
     try:
-        key, verifier = _keys(public_key)
-        if verifier is None:
-            raise InputError("no verifier key (--public-key)", source=str(folder))
-        newest = newest_checkpoint(folder, verifier)
-        if newest is None:
-            raise InputError("no signed checkpoint kept there", source=str(folder))
+        key, verifier, newest = newest_signed(checkpoints, public_key)
         with open_store(database, schema=schema, create=False, key=key) as store:
             files = export_bundle(
                 store,

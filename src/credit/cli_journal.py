@@ -259,14 +259,8 @@ def prove(
     """Print, as one JSON document, the inclusion proof of each of the case's entries
     against the newest signed checkpoint (entries after it are listed as not yet
     covered)."""
-    folder = checkpoints_dir(checkpoints)
     try:
-        _, verifier = _keys(public_key)
-        if verifier is None:
-            raise InputError("no verifier key (--public-key)", source=str(folder))
-        newest = newest_checkpoint(folder, verifier)
-        if newest is None:
-            raise InputError("no signed checkpoint kept there", source=str(folder))
+        _, _, newest = newest_signed(checkpoints, public_key)
     except CreditError as e:
         raise _fail(e) from None
     store = _open(database, schema)
@@ -279,6 +273,21 @@ def prove(
     sys.stdout.write(dumps(document) + "\n")
     if not document["entries"]:
         raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def newest_signed(
+    checkpoints: Path | None, public_key: Path | None
+) -> tuple[JournalKey | None, VerifierKey, KeptCheckpoint]:
+    """The signing key if at hand, the verifier key and the newest signed checkpoint
+    (InputError when there is no verifier key or no checkpoint)."""
+    folder = checkpoints_dir(checkpoints)
+    key, verifier = _keys(public_key)
+    if verifier is None:
+        raise InputError("no verifier key (--public-key)", source=str(folder))
+    newest = newest_checkpoint(folder, verifier)
+    if newest is None:
+        raise InputError("no signed checkpoint kept there", source=str(folder))
+    return key, verifier, newest
 
 
 def case_proof(store: SqlStore, case_id: str, newest: KeptCheckpoint) -> dict[str, object]:
