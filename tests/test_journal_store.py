@@ -418,6 +418,7 @@ def test_the_sql_store_offers_no_way_to_update_or_delete() -> None:
         "append",
         "audit",
         "authenticate",
+        "authentic_entries",
         "checkpoint",
         "key",
         "leaf_hashes",

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from credit.canonical import canonical_bytes
+from credit.canonical import canonical_bytes, dumps
 from credit.clock import Clock, SystemClock, clock_from_env
 from credit.errors import CreditError
 from credit.journal.audit import (
@@ -38,14 +38,13 @@ from credit.journal.audit import (
     accepted_digest,
     decision_problem,
     document_problem,
-    entry_leaf,
     link_problem,
     mac_problem,
     vault_case,
     vault_problem,
     vault_seal,
 )
-from credit.journal.merkle import MerkleLog, root
+from credit.journal.merkle import MerkleLog, leaf_hash, root
 from credit.journal.signer import JournalKey, ephemeral_key
 from credit.journal.tree import sign_head
 from credit.kinds import DECISION_RECORDED, INTAKE_ACCEPTED
@@ -127,7 +126,37 @@ class Entry(BaseModel):
 
     def leaf_hash(self) -> bytes:
         """The entry's RFC 6962 leaf hash (of its canonical JSON, hash included)."""
-        return entry_leaf(self.to_wire())
+        return leaf_hash(
+            framed(
+                self.seq,
+                self.case_id,
+                self.kind,
+                dumps(self.payload, sort_keys=True),
+                self.prev_hash,
+                self.recorded_at,
+                self.hash,
+            )
+        )
+
+
+def framed(
+    seq: int,
+    case_id: str | None,
+    kind: str,
+    payload_text: str,
+    prev_hash: str,
+    recorded_at: str,
+    own_hash: str | None = None,
+) -> bytes:
+    """The canonical JSON of an entry's body (``own_hash`` None) or of its wire form
+    (with its hash), around a payload already in canonical JSON: exactly
+    ``canonical_bytes(entry.body())`` / ``canonical_bytes(entry.to_wire())``, with the
+    payload, the large part, serialised once (or never, when read back as stored)."""
+    hashed = "" if own_hash is None else f'"hash":{dumps(own_hash)},'
+    return (
+        f'{{"caseId":{dumps(case_id)},{hashed}"kind":{dumps(kind)},"payload":{payload_text},'
+        f'"prevHash":{dumps(prev_hash)},"recordedAt":{dumps(recorded_at)},"seq":{dumps(seq)}}}'
+    ).encode()
 
 
 def entry_hash(prev_hash: str, body: Mapping[str, Any]) -> str:
@@ -142,17 +171,14 @@ def make_entry(
     prev_hash: str,
     recorded_at: str,
     key: JournalKey | None = None,
+    payload_text: str | None = None,
 ) -> Entry:
-    """The entry at ``seq``, hashed, and MACed when ``key`` is given."""
-    body = {
-        "seq": seq,
-        "caseId": case_id,
-        "kind": kind,
-        "payload": payload,
-        "prevHash": prev_hash,
-        "recordedAt": recorded_at,
-    }
-    digest = entry_hash(prev_hash, body)
+    """The entry at ``seq``, hashed, and MACed when ``key`` is given. ``payload_text``:
+    the payload already in canonical JSON (it is then not serialised again)."""
+    text = payload_text if payload_text is not None else dumps(payload, sort_keys=True)
+    digest = hashlib.sha256(
+        prev_hash.encode("ascii") + framed(seq, case_id, kind, text, prev_hash, recorded_at)
+    ).hexdigest()
     return Entry(
         seq=seq,
         case_id=case_id,
@@ -308,8 +334,14 @@ class Store(Protocol):
         ...
 
     def authenticate(self, entries: Sequence[Entry]) -> Sequence[Entry]:
-        """The entries if each one's MAC verifies (:func:`authenticate`), else
+        """The entries if each one's hash and MAC verify (:func:`authenticate`), else
         JournalIntegrityError naming the first that does not."""
+        ...
+
+    def authentic_entries(self, case_id: str | None = None) -> list[Entry]:
+        """The entries (of one case, or all), each one's hash and MAC verified as it is
+        read: what the pipeline and the service act on (JournalIntegrityError naming
+        the first entry that fails)."""
         ...
 
     def seal(self, name: str, data: Mapping[str, Any]) -> str:
@@ -368,17 +400,12 @@ class InMemoryStore:
 
     def _append_locked(self, case_id: str | None, kind: str, payload: Mapping[str, Any]) -> Entry:
         prev = self._entries[-1].hash if self._entries else GENESIS_HASH
-        entry = make_entry(
-            len(self._entries) + 1,
-            case_id,
-            kind,
-            dict(payload),
-            prev,
-            self._clock.now().isoformat(),
-            self._key,
-        )
+        body = dict(payload)
+        text = dumps(body, sort_keys=True)
+        seq, at = len(self._entries) + 1, self._clock.now().isoformat()
+        entry = make_entry(seq, case_id, kind, body, prev, at, self._key, text)
         self._entries.append(entry)
-        leaf = entry.leaf_hash()
+        leaf = leaf_hash(framed(seq, case_id, kind, text, prev, at, entry.hash))
         self._leaves.append(leaf)
         self._log.append(leaf)
         if case_id is not None:
@@ -448,6 +475,15 @@ class InMemoryStore:
 
     def authenticate(self, entries: Sequence[Entry]) -> Sequence[Entry]:
         return authenticate(self._key, entries)
+
+    def authentic_entries(self, case_id: str | None = None) -> list[Entry]:
+        """Entries this store made and holds (immutable): their MACs are checked."""
+        entries = self.entries(case_id)
+        for entry in entries:
+            problem = mac_problem(self._key, entry.hash, entry.mac)
+            if problem is not None:
+                raise Finding("entry-mac", problem, seq=entry.seq, case_id=entry.case_id).error()
+        return entries
 
     def seal(self, name: str, data: Mapping[str, Any]) -> str:
         return self._key.seal(name, data)
