@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
 from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
 from functools import lru_cache
@@ -26,12 +27,36 @@ from credit.underwriting.capacity import amortised_payment, card_payment, dti_pc
 POLICY = default_policy()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def journal_key_path(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One journal signing key for the session (a test may make its own), named by
+    $CREDIT_SIGNING_KEY from the start, so that a module's fixtures use it too and no
+    test makes ./credit-journal.key in the working tree."""
+    from credit.journal.keys import keygen
+
+    path = tmp_path_factory.mktemp("journal-key") / "journal.key"
+    keygen(path, "credit.test/journal")
+    before = os.environ.get("CREDIT_SIGNING_KEY")
+    os.environ["CREDIT_SIGNING_KEY"] = str(path)
+    yield path
+    if before is None:
+        os.environ.pop("CREDIT_SIGNING_KEY", None)
+    else:
+        os.environ["CREDIT_SIGNING_KEY"] = before
+
+
 @pytest.fixture(autouse=True)
-def _isolated_journal_and_outbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test writes ./credit.db or ./outbox in the working tree: the journal and the
-    outbox default to this test's own temporary folder (a test may still set its own)."""
+def _isolated_journal_and_outbox(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, journal_key_path: Path
+) -> None:
+    """No test writes ./credit.db, ./outbox, ./checkpoints or ./credit-journal.key in
+    the working tree: the journal, the outbox and the checkpoints default to this
+    test's own temporary folder, the signing key to the session's (a test may still
+    set its own)."""
     monkeypatch.setenv("CREDIT_DATABASE_URL", f"sqlite:///{tmp_path / 'credit.db'}")
     monkeypatch.setenv("CREDIT_OUTBOX", str(tmp_path / "outbox"))
+    monkeypatch.setenv("CREDIT_SIGNING_KEY", str(journal_key_path))
+    monkeypatch.setenv("CREDIT_CHECKPOINTS", str(tmp_path / "checkpoints"))
 
 
 CENT = Decimal("0.01")

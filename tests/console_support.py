@@ -68,4 +68,5 @@ def service_app(
         store=store,
         keys=keys or MemoryKeyStore(),
         outbox=outbox or InMemoryOutbox(),
+        checkpoints=tmp_path / "checkpoints",
     )

@@ -154,7 +154,7 @@ def service_api(backend: str, tmp: Path, **settings: Any) -> Iterator[Api]:
         config = ServiceSettings(
             database_url=url, schema_name=schema, outbox=tmp / "outbox", **settings
         )
-        app = create_app(config)
+        app = create_app(config, checkpoints=tmp / "checkpoints")
         keys, names = make_keys(app.state.service_db)
         second = SqlKeyStore(app.state.service_db, scrypt_n=CHEAP_SCRYPT_N)
         _, second_key = second.create(Role.REVIEWER, SECOND_REVIEWER)

@@ -478,3 +478,24 @@ def test_everything_shown_is_escaped(console: Console) -> None:
     assert refused.status_code == 400
     assert "</textarea><script>" not in refused.text
     assert "&lt;/textarea&gt;&lt;script&gt;x()" in refused.text
+
+
+def test_the_case_page_shows_why_the_case_was_decided_as_credit_why_does(
+    console: Console,
+) -> None:
+    from credit.casework import CaseWork
+    from credit.journal.why import explain
+    from credit.notices.outbox import InMemoryOutbox
+
+    client = console.sign_in(Role.AUDITOR)
+    page = client.get(f"/console/cases/{DECLINE}")
+    assert page.status_code == 200
+    store = console.store
+    doc = explain(DECLINE, store.entries(DECLINE), CaseWork(store, InMemoryOutbox()).life(DECLINE))
+    section = page.text[page.text.index('id="why"') : page.text.index('id="journal"')]
+    policy = doc["policy"]
+    assert f"{policy['name']} v{policy['version']}" in section and policy["sha256"] in section
+    assert all(f"<code>{r['code']}</code>" in section for r in doc["reasons"])
+    assert doc["reasons"] and all(html.escape(r["sentence"]) in section for r in doc["reasons"])
+    assert len(re.findall(r"<li><code>", section.split('id="why-reasons"')[0])) == len(doc["steps"])
+    assert f'href="#entry-{doc["decision"]["seq"]}"' in section

@@ -90,7 +90,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     port = sock.getsockname()[1]
     uv = uvicorn.Server(
         uvicorn.Config(
-            create_app(config),
+            create_app(config, checkpoints=tmp / "checkpoints"),
             log_level="warning",
             lifespan="on",
             ws="none",

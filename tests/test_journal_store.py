@@ -416,6 +416,14 @@ def test_the_sql_store_offers_no_way_to_update_or_delete() -> None:
     public = {name for name in dir(SqlStore) if not name.startswith("_")}
     assert public == {
         "append",
+        "audit",
+        "authenticate",
+        "authentic_entries",
+        "checkpoint",
+        "key",
+        "leaf_hashes",
+        "seal",
+        "tree_head",
         "case_ids",
         "close",
         "decision_entry",

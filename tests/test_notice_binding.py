@@ -4,6 +4,7 @@ one its report verified, and whose report passed every check. A stale notice
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -108,9 +109,9 @@ def test_a_directory_outbox_stores_the_notice_bytes_and_report(tmp_path: Path) -
     outbox = DirectoryOutbox(tmp_path / "outbox")
     outbox.send(notice, report)
     outbox.send(notice, report)  # the same notice again is a no-op
-    assert (tmp_path / "outbox" / "G-COUNTER-CARD.notice.json").read_bytes() == (
-        notice.canonical_bytes() + b"\n"
-    )
+    kept = (tmp_path / "outbox" / "G-COUNTER-CARD.notice.json").read_bytes()
+    assert kept == notice.canonical_bytes()  # exactly the bytes sent: nothing appended
+    assert hashlib.sha256(kept).hexdigest() == notice.sha256  # sha256sum == noticeSha256
     (sent,) = outbox.sent()
     assert sent.case_id == COUNTER_CARD
     assert sent.notice_sha256 == notice.sha256

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from pypdf import PdfReader
@@ -108,3 +109,33 @@ def test_the_api_serves_the_verified_notice_as_a_pdf_carrying_its_sha256(
     text, hashes = read_back(response.content)
     unwrap(text, body["notice"]["text"])
     assert set(hashes) == {notice.sha256} == {body["report"]["noticeSha256"]}
+
+
+@pytest.mark.parametrize(
+    ("path", "params"),
+    [("/v1/cases/PDF-2/notice", {"format": "pdf"}), ("/v1/cases/PDF-2/notice/pdf", {})],
+)
+def test_no_letter_is_printed_for_a_notice_that_failed_verification_409(
+    api: Api, monkeypatch: pytest.MonkeyPatch, path: str, params: dict[str, str]
+) -> None:
+    import credit.casework
+    import credit.service.cases
+    from credit.notice_format import Notice
+    from credit.notices.render import render_notice
+
+    def tampered(case: Any, decided: Any, **kwargs: Any) -> Notice:
+        notice = render_notice(case, decided, **kwargs)
+        return notice.model_copy(
+            update={"text": notice.text.replace("Principal reasons", "Some reasons")}
+        )
+
+    monkeypatch.setattr(credit.casework, "render_notice", tampered)
+    monkeypatch.setattr(credit.service.cases, "render_notice", tampered)
+    if not api.store.entries("PDF-2"):
+        api.decided(golden("G-DECLINE-SCORE", "PDF-2"))
+    shown = loads(api.get("/v1/cases/PDF-2/notice", Role.AUDITOR).content)
+    assert shown["verified"] is False  # the JSON view shows the failed report
+    response = api.get(path, Role.UNDERWRITER, **params)
+    assert response.status_code == 409
+    assert "did not pass verification" in loads(response.content)["error"]["message"]
+    assert response.headers["content-type"].startswith("application/json")

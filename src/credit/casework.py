@@ -104,11 +104,14 @@ class CaseWork:
         return self.clock.now().astimezone(dt.UTC).date()
 
     def life(self, case_id: str) -> CaseLife:
-        return fold(case_id, self.store.entries(case_id), self.registry)
+        """The case's life from its entries, each one's MAC verified first: an entry
+        the writer's key did not mark is never acted on (JournalIntegrityError)."""
+        return fold(case_id, self.store.authentic_entries(case_id), self.registry)
 
     def lives(self) -> dict[str, CaseLife]:
-        """Every case's life, in the order the cases first appear in the journal."""
-        return fold_all(self.store.entries(), self.registry)
+        """Every case's life, in the order the cases first appear in the journal (every
+        entry's MAC verified first, as in :meth:`life`)."""
+        return fold_all(self.store.authentic_entries(), self.registry)
 
     def queue(self, *, finish: bool = True) -> list[WorkItem]:
         """Every open work item, most urgent first (then in the order opened). With

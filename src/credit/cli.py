@@ -276,6 +276,7 @@ def run(
     hold and both reviews, release, then notice, verify and send; every step journaled.
     Resumable: run it again after an interruption and it finishes the batch."""
     from credit.journal import open_store
+    from credit.journal.signer import checkpoints_dir, ensure_journal_key
     from credit.notices import DirectoryOutbox
     from credit.pipeline import Pipeline, read_batch
     from credit.policy import PolicyRegistry
@@ -288,8 +289,13 @@ def run(
     except InputError as e:
         err.print(f"[red]error:[/red] {e}", highlight=False, markup=False)
         raise typer.Exit(EXIT_BAD_INPUT) from None
+    try:
+        key = ensure_journal_key(note=lambda text: err.print(text, highlight=False, markup=False))
+    except CreditError as e:
+        err.print(f"[red]error:[/red] {e}", highlight=False, markup=False)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
     with (
-        open_store(database) as store,
+        open_store(database, key=key) as store,
         Progress(
             TextColumn("{task.description:<10}"),
             BarColumn(),
@@ -306,7 +312,12 @@ def run(
             progress.update(tasks[phase], completed=done, total=total)
 
         pipeline = Pipeline(
-            store, DirectoryOutbox(outbox), registry=registry, underwriter=chosen, progress=tick
+            store,
+            DirectoryOutbox(outbox),
+            registry=registry,
+            underwriter=chosen,
+            progress=tick,
+            checkpoints=checkpoints_dir(),
         )
         pipeline.runtime.transcripts = transcripts
         summary = pipeline.run(lines, source=str(path))
@@ -321,6 +332,8 @@ def run(
         out.print(f"journal: chain verified, {chain.entries} entries, head {chain.head[:16]}...")
     elif chain is not None:
         out.print(f"[red]journal: BROKEN at entry {chain.first_broken_seq}: {chain.detail}[/red]")
+    if summary.checkpoint is not None:
+        out.print(f"journal: signed checkpoint {summary.checkpoint}", highlight=False)
     _report_failures(summary.failures, summary.cases)
     if summary.failures:
         raise typer.Exit(EXIT_BAD_INPUT)
@@ -402,9 +415,12 @@ app.add_typer(journal_app, name="journal")
 register_notices(app)
 register_governance(app)
 import credit.cli_batch  # noqa: E402  (registers `credit batch`, `credit backtest`)
+import credit.cli_bundle  # noqa: E402  (registers `credit export`, `credit verify-bundle`)
 import credit.cli_mcp  # noqa: E402  (registers `credit mcp`)
+import credit.cli_outbox  # noqa: E402  (registers `credit outbox`)
 import credit.cli_service  # noqa: E402  (registers `credit serve`, `keys`, `db`)
-import credit.cli_spark  # noqa: E402, F401  (registers `credit spark`)
+import credit.cli_spark  # noqa: E402  (registers `credit spark`)
+import credit.cli_why  # noqa: E402, F401  (registers `credit why`, `credit replay`)
 
 
 def main() -> None:

@@ -8,6 +8,8 @@ Nothing here creates a journal: a missing database or missing tables is exit 2.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -15,8 +17,19 @@ from rich.console import Console
 from rich.markup import escape
 
 from credit.canonical import dumps
-from credit.errors import CreditError
+from credit.errors import CreditError, InputError, JournalIntegrityError
 from credit.journal import DATABASE_URL_ENV, DEFAULT_DATABASE_URL, SqlStore, open_store
+from credit.journal.audit import AuditReport, Finding, KeptCheckpoint, load_checkpoints
+from credit.journal.keys import VerifierKey, keygen, load_verifier
+from credit.journal.signer import (
+    CHECKPOINTS_ENV,
+    DEFAULT_KEY_NAME,
+    JournalKey,
+    checkpoints_dir,
+    key_path,
+    load_journal_key,
+)
+from credit.journal.tree import inclusion, newest_checkpoint, root_b64
 
 __all__ = ["journal_app"]
 
@@ -46,9 +59,9 @@ SchemaOption = Annotated[
 ]
 
 
-def _open(database: str | None, schema: str | None) -> SqlStore:
+def _open(database: str | None, schema: str | None, key: JournalKey | None = None) -> SqlStore:
     try:
-        return open_store(database, schema=schema, create=False)
+        return open_store(database, schema=schema, create=False, key=key)
     except CreditError as e:
         err.print(f"[red]error:[/red] {escape(str(e))}", highlight=False)
         raise typer.Exit(EXIT_BAD_INPUT) from None
@@ -58,27 +71,110 @@ def _count(entries: int) -> str:
     return f"{entries} entr{'y' if entries == 1 else 'ies'}"
 
 
+CheckpointsOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--checkpoints",
+        help=f"Folder of signed checkpoints (default: ${CHECKPOINTS_ENV}, else ./checkpoints).",
+        show_default=False,
+    ),
+]
+PublicKeyOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--public-key",
+        help="The verifier key file (default: the signing key's PATH.pub).",
+        show_default=False,
+    ),
+]
+FINDINGS_SHOWN = 20
+
+
+def _fail(e: BaseException) -> typer.Exit:
+    err.print(f"[red]error:[/red] {escape(str(e))}", highlight=False)
+    return typer.Exit(EXIT_BAD_INPUT)
+
+
+def _keys(public_key: Path | None) -> tuple[JournalKey | None, VerifierKey | None]:
+    """The signing key if at hand (to check MACs), and the verifier key."""
+    path = key_path()
+    key = load_journal_key(path) if path.exists() else None
+    if public_key is not None:
+        return key, load_verifier(public_key)
+    if key is not None:
+        return key, key.verifier
+    pub = path.with_name(path.name + ".pub")
+    return None, load_verifier(pub) if pub.exists() else None
+
+
 @journal_app.command()
-def verify(database: DatabaseOption = None, schema: SchemaOption = None) -> None:
-    """Walk the whole chain; name the first broken link (exit 1) or confirm it (exit 0)."""
-    store = _open(database, schema)
+def verify(
+    database: DatabaseOption = None,
+    schema: SchemaOption = None,
+    checkpoints: CheckpointsOption = None,
+    public_key: PublicKeyOption = None,
+) -> None:
+    """Walk the whole journal: the chain, every entry's MAC (with the signing key), the
+    tree against every signed checkpoint, and the decision, case and vault rows
+    against the chain. Exit 0 when all hold, 1 naming what fails."""
+    folder = checkpoints_dir(checkpoints)
     try:
-        report = store.verify()
+        key, verifier = _keys(public_key)
+        kept: list[KeptCheckpoint] = []
+        bad: list[Finding] = []
+        if verifier is not None:
+            kept, bad = load_checkpoints(folder, verifier, origin=None)
+        elif any(folder.glob("*.checkpoint")):
+            raise InputError(
+                "checkpoints are kept but no verifier key was found (--public-key)",
+                source=str(folder),
+            )
     except CreditError as e:
-        err.print(f"[red]error:[/red] {escape(str(e))}", highlight=False)
-        raise typer.Exit(EXIT_BAD_INPUT) from None
+        raise _fail(e) from None
+    store = _open(database, schema, key)
+    try:
+        report = store.audit(kept, macs=key is not None)
+    except CreditError as e:
+        raise _fail(e) from None
     finally:
         store.close()
-    if report.ok:
+    findings = [*bad, *report.findings]
+    _print_report(report, findings, folder)
+    if findings:
+        raise typer.Exit(EXIT_BROKEN)
+
+
+def _print_report(report: AuditReport, findings: Sequence[Finding], folder: Path) -> None:
+    chain = [f for f in findings if f.check == "chain"]
+    if chain:
+        first = chain[0]
+        out.print(f"BROKEN at entry {first.seq}: {first.detail}", highlight=False, markup=False)
+    elif findings:
+        out.print(f"FAILED: {len(findings)} check(s) failed", highlight=False)
+    else:
         out.print(f"ok: {_count(report.entries)}, head {report.head}", highlight=False)
-        return
+    for finding in [f for f in findings if f is not (chain[0] if chain else None)][:FINDINGS_SHOWN]:
+        out.print(f"  {finding}", highlight=False, markup=False)
+    hidden = len(findings) - (1 if chain else 0) - FINDINGS_SHOWN
+    if hidden > 0:
+        out.print(f"  ... and {hidden} more", highlight=False)
+    newest = report.checkpoints[-1] if report.checkpoints else None
+    signed = (
+        f"{len(report.checkpoints)} signed checkpoint(s) in {folder}, newest of size {newest.size}"
+        if newest is not None
+        else f"no signed checkpoint in {folder}"
+    )
     out.print(
-        f"BROKEN at entry {report.first_broken_seq}: {report.detail}\n"
-        f"intact before it: {_count(report.entries - 1)}, head {report.head}",
+        f"tree: {_count(report.entries)}, root {root_b64(report.root)}; {signed}",
         highlight=False,
         markup=False,
     )
-    raise typer.Exit(EXIT_BROKEN)
+    if not report.macs_checked:
+        out.print(
+            "entry MACs: not checked (no signing key at hand; $CREDIT_SIGNING_KEY)",
+            highlight=False,
+            markup=False,
+        )
 
 
 @journal_app.command()
@@ -102,3 +198,122 @@ def show(
     for entry in entries:
         sys.stdout.write(dumps(entry.to_wire()) + "\n")
     sys.stdout.flush()
+
+
+@journal_app.command("keygen")
+def keygen_command(
+    out_path: Annotated[
+        Path, typer.Option("--out", help="Where the private key goes (its public key at PATH.pub).")
+    ],
+    name: Annotated[
+        str, typer.Option("--name", help="The key name, which is the log's origin.")
+    ] = DEFAULT_KEY_NAME,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace existing files.")] = False,
+) -> None:
+    """Make an Ed25519 journal signing key at PATH (mode 0600) and its verifier key at
+    PATH.pub. Select it with $CREDIT_SIGNING_KEY; it never goes into the database."""
+    try:
+        key = keygen(out_path, name, overwrite=overwrite)
+    except CreditError as e:
+        raise _fail(e) from None
+    out.print(f"signing key {out_path}, verifier key {out_path}.pub:", highlight=False)
+    out.print(str(key.verifier), highlight=False, markup=False)
+
+
+@journal_app.command()
+def checkpoint(
+    database: DatabaseOption = None,
+    schema: SchemaOption = None,
+    checkpoints: CheckpointsOption = None,
+) -> None:
+    """Sign the tree head (origin, size, root hash) as a C2SP checkpoint and keep it in
+    the checkpoints folder. Refused (exit 1) when the tree no longer extends the newest
+    checkpoint kept (entries cut or history rewritten)."""
+    folder = checkpoints_dir(checkpoints)
+    try:
+        key = load_journal_key()
+    except CreditError as e:
+        raise _fail(e) from None
+    store = _open(database, schema, key)
+    try:
+        path = store.checkpoint(folder)
+    except JournalIntegrityError as e:
+        out.print(f"REFUSED: {e}", highlight=False, markup=False)
+        raise typer.Exit(EXIT_BROKEN) from None
+    except CreditError as e:
+        raise _fail(e) from None
+    finally:
+        store.close()
+    sys.stdout.write(path.read_text(encoding="utf-8"))
+    out.print(f"kept: {path}", highlight=False, markup=False)
+
+
+@journal_app.command()
+def prove(
+    case: Annotated[str, typer.Argument(help="The case whose entries to prove.")],
+    database: DatabaseOption = None,
+    schema: SchemaOption = None,
+    checkpoints: CheckpointsOption = None,
+    public_key: PublicKeyOption = None,
+) -> None:
+    """Print, as one JSON document, the inclusion proof of each of the case's entries
+    against the newest signed checkpoint (entries after it are listed as not yet
+    covered)."""
+    try:
+        _, _, newest = newest_signed(checkpoints, public_key)
+    except CreditError as e:
+        raise _fail(e) from None
+    store = _open(database, schema)
+    try:
+        document = case_proof(store, case, newest)
+    except CreditError as e:
+        raise _fail(e) from None
+    finally:
+        store.close()
+    sys.stdout.write(dumps(document) + "\n")
+    if not document["entries"]:
+        raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def newest_signed(
+    checkpoints: Path | None, public_key: Path | None
+) -> tuple[JournalKey | None, VerifierKey, KeptCheckpoint]:
+    """The signing key if at hand, the verifier key and the newest signed checkpoint
+    (InputError when there is no verifier key or no checkpoint)."""
+    folder = checkpoints_dir(checkpoints)
+    key, verifier = _keys(public_key)
+    if verifier is None:
+        raise InputError("no verifier key (--public-key)", source=str(folder))
+    newest = newest_checkpoint(folder, verifier)
+    if newest is None:
+        raise InputError("no signed checkpoint kept there", source=str(folder))
+    return key, verifier, newest
+
+
+def case_proof(store: SqlStore, case_id: str, newest: KeptCheckpoint) -> dict[str, object]:
+    """The case's entries' inclusion proofs against ``newest`` (a JSON document)."""
+    entries = store.entries(case_id)
+    size = newest.size
+    covered = [e.seq for e in entries if e.seq <= size]
+    proofs = inclusion(covered, size, store.leaf_hashes(size)) if covered else []
+    root = newest.checkpoint.root_hash
+    for proof in proofs:
+        if not proof.verifies(root):
+            raise JournalIntegrityError(
+                "the stored leaf does not prove into the checkpoint's root",
+                check="inclusion",
+                checkpoint=newest.path,
+                seq=proof.seq,
+            )
+    return {
+        "caseId": case_id,
+        "checkpoint": {
+            "file": newest.path,
+            "origin": newest.checkpoint.origin,
+            "size": size,
+            "rootHash": root_b64(root),
+            "text": newest.checkpoint.note.text,
+        },
+        "entries": [p.to_wire() for p in proofs],
+        "notCovered": [e.seq for e in entries if e.seq > size],
+    }

@@ -109,6 +109,7 @@ class RunSummary:
     notices_blocked: int = 0
     ethics_findings: int = 0
     chain: ChainReport | None = None
+    checkpoint: Path | None = None
 
     @property
     def final(self) -> int:
@@ -134,9 +135,11 @@ class Pipeline:
         verifier: Verifier | None = None,
         clock: Clock | None = None,
         progress: Progress | None = None,
+        checkpoints: Path | None = None,
     ) -> None:
         from credit.underwriters.rules import RulesUnderwriter
 
+        self.checkpoints = checkpoints
         self.store = store
         self.outbox = outbox
         self.registry = registry or PolicyRegistry.bundled()
@@ -255,6 +258,9 @@ class Pipeline:
         self.record_ethics(case_ids)
         self.summarise(case_ids, summary)
         summary.chain = self.store.verify()
+        if self.checkpoints is not None and summary.chain.ok:
+            # The batch is committed: sign the tree head, so every entry is covered.
+            summary.checkpoint = self.store.checkpoint(self.checkpoints)
         return summary
 
     def summarise(self, case_ids: Iterable[str], summary: RunSummary) -> RunSummary:

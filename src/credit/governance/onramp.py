@@ -197,11 +197,14 @@ def intake(
             for r, v in extracted
         ],
     }
+    vault: dict[str, Any] = {}
+    if case.monitoring is not None:
+        vault[case_id] = _json_form(case.monitoring.to_wire())
+    if moved:
+        vault[moved_vault_key(case_id)] = moved_wire
     if stored is None:
-        if case.monitoring is not None:
-            store.put_monitoring(case_id, _json_form(case.monitoring.to_wire()))
-        if moved:
-            store.put_monitoring(moved_vault_key(case_id), moved_wire)
+        for name, row in vault.items():
+            store.put_monitoring(name, row)
         if not store.put_case(case_id, document):  # another intake stored it first
             stored = store.get_case(case_id)
     if stored is not None:
@@ -229,9 +232,22 @@ def intake(
             "asOf": case.as_of.isoformat(),
             "hasMonitoring": case.monitoring is not None,
             "movedCount": len(moved),
+            # Each vault row bound by an HMAC under the lender's key: checkable by
+            # the key's holder, never reversible by trying values (issue 12).
+            "vaultSeals": _seals(store, vault),
         },
     )
     return result
+
+
+def _seals(store: Store, vault: Mapping[str, Any]) -> dict[str, str]:
+    """The seal of each vault row as stored (an interrupted intake's rows stay)."""
+    seals = {}
+    for name in vault:
+        row = store.get_monitoring(name)
+        if row is not None:
+            seals[name] = store.seal(name, row)
+    return seals
 
 
 def _already_taken_in(result: IntakeResult, existing: str) -> IntakeResult:

@@ -21,14 +21,33 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from credit.canonical import canonical_bytes
+from credit.canonical import canonical_bytes, dumps
 from credit.clock import Clock, SystemClock, clock_from_env
 from credit.errors import CreditError
-from credit.kinds import DECISION_RECORDED
+from credit.journal.audit import (
+    AuditReport,
+    Finding,
+    KeptCheckpoint,
+    SideRows,
+    Walk,
+    accepted_digest,
+    decision_problem,
+    document_problem,
+    link_problem,
+    mac_problem,
+    vault_case,
+    vault_problem,
+    vault_seal,
+)
+from credit.journal.merkle import MerkleLog, leaf_hash, root
+from credit.journal.signer import JournalKey, ephemeral_key
+from credit.journal.tree import sign_head
+from credit.kinds import DECISION_RECORDED, INTAKE_ACCEPTED
 
 __all__ = [
     "DECISION_KIND",
@@ -42,6 +61,8 @@ __all__ = [
     "StaleCaseError",
     "Store",
     "SystemClock",
+    "audit_entries",
+    "authenticate",
     "entry_hash",
     "verify_chain",
 ]
@@ -87,6 +108,8 @@ class Entry(BaseModel):
     prev_hash: str
     recorded_at: str
     hash: str
+    # The writer's MAC over ``hash`` (credit.journal.signer); outside the hashed body.
+    mac: str | None = None
 
     def body(self) -> dict[str, Any]:
         return {
@@ -101,6 +124,40 @@ class Entry(BaseModel):
     def to_wire(self) -> dict[str, Any]:
         return {**self.body(), "hash": self.hash}
 
+    def leaf_hash(self) -> bytes:
+        """The entry's RFC 6962 leaf hash (of its canonical JSON, hash included)."""
+        return leaf_hash(
+            framed(
+                self.seq,
+                self.case_id,
+                self.kind,
+                dumps(self.payload, sort_keys=True),
+                self.prev_hash,
+                self.recorded_at,
+                self.hash,
+            )
+        )
+
+
+def framed(
+    seq: int,
+    case_id: str | None,
+    kind: str,
+    payload_text: str,
+    prev_hash: str,
+    recorded_at: str,
+    own_hash: str | None = None,
+) -> bytes:
+    """The canonical JSON of an entry's body (``own_hash`` None) or of its wire form
+    (with its hash), around a payload already in canonical JSON: exactly
+    ``canonical_bytes(entry.body())`` / ``canonical_bytes(entry.to_wire())``, with the
+    payload, the large part, serialised once (or never, when read back as stored)."""
+    hashed = "" if own_hash is None else f'"hash":{dumps(own_hash)},'
+    return (
+        f'{{"caseId":{dumps(case_id)},{hashed}"kind":{dumps(kind)},"payload":{payload_text},'
+        f'"prevHash":{dumps(prev_hash)},"recordedAt":{dumps(recorded_at)},"seq":{dumps(seq)}}}'
+    ).encode()
+
 
 def entry_hash(prev_hash: str, body: Mapping[str, Any]) -> str:
     return hashlib.sha256(prev_hash.encode("ascii") + canonical_bytes(body)).hexdigest()
@@ -113,15 +170,15 @@ def make_entry(
     payload: Mapping[str, Any],
     prev_hash: str,
     recorded_at: str,
+    key: JournalKey | None = None,
+    payload_text: str | None = None,
 ) -> Entry:
-    body = {
-        "seq": seq,
-        "caseId": case_id,
-        "kind": kind,
-        "payload": payload,
-        "prevHash": prev_hash,
-        "recordedAt": recorded_at,
-    }
+    """The entry at ``seq``, hashed, and MACed when ``key`` is given. ``payload_text``:
+    the payload already in canonical JSON (it is then not serialised again)."""
+    text = payload_text if payload_text is not None else dumps(payload, sort_keys=True)
+    digest = hashlib.sha256(
+        prev_hash.encode("ascii") + framed(seq, case_id, kind, text, prev_hash, recorded_at)
+    ).hexdigest()
     return Entry(
         seq=seq,
         case_id=case_id,
@@ -129,7 +186,8 @@ def make_entry(
         payload=payload,
         prev_hash=prev_hash,
         recorded_at=recorded_at,
-        hash=entry_hash(prev_hash, body),
+        hash=digest,
+        mac=key.mac(digest) if key is not None else None,
     )
 
 
@@ -149,34 +207,68 @@ def verify_chain(entries: Iterable[Entry]) -> ChainReport:
     count = 0
     for expected_seq, entry in enumerate(entries, start=1):
         count += 1
-        if entry.seq != expected_seq:
+        problem = link_problem(
+            entry.seq,
+            entry.prev_hash,
+            entry.hash,
+            entry_hash(entry.prev_hash, entry.body()),
+            expected_seq,
+            prev,
+        )
+        if problem is not None:
             return ChainReport(
-                ok=False,
-                entries=count,
-                head=prev,
-                first_broken_seq=entry.seq,
-                detail=f"entry {entry.seq} stands where entry {expected_seq} should "
-                "(an entry was deleted or reordered)",
-            )
-        if entry.prev_hash != prev:
-            return ChainReport(
-                ok=False,
-                entries=count,
-                head=prev,
-                first_broken_seq=entry.seq,
-                detail=f"entry {entry.seq} does not link to the entry before it "
-                "(an entry before it was deleted, reordered or edited)",
-            )
-        if entry_hash(entry.prev_hash, entry.body()) != entry.hash:
-            return ChainReport(
-                ok=False,
-                entries=count,
-                head=prev,
-                first_broken_seq=entry.seq,
-                detail=f"entry {entry.seq}'s content does not match its hash (it was edited)",
+                ok=False, entries=count, head=prev, first_broken_seq=entry.seq, detail=problem
             )
         prev = entry.hash
     return ChainReport(ok=True, entries=count, head=prev)
+
+
+def audit_entries(
+    entries: Iterable[Entry],
+    *,
+    key: JournalKey | None,
+    checkpoints: Sequence[KeptCheckpoint] = (),
+    side: SideRows | None = None,
+) -> AuditReport:
+    """The verify walk (:class:`credit.journal.audit.Walk`) over entries."""
+    walk = Walk(key=key, checkpoints=checkpoints)
+    for entry in entries:
+        walk_entry(walk, entry)
+    if side is not None:
+        walk.side(side)
+    return walk.report()
+
+
+def walk_entry(walk: Walk, entry: Entry, stored_leaf: bytes | None = None) -> None:
+    walk.entry(
+        seq=entry.seq,
+        case_id=entry.case_id,
+        kind=entry.kind,
+        payload=entry.payload,
+        wire=entry.to_wire(),
+        prev_hash=entry.prev_hash,
+        own_hash=entry.hash,
+        computed_hash=entry_hash(entry.prev_hash, entry.body()),
+        mac=entry.mac,
+        stored_leaf=stored_leaf,
+    )
+
+
+def authenticate(key: JournalKey, entries: Sequence[Entry]) -> Sequence[Entry]:
+    """The entries, once each one's hash and MAC verified; else the
+    JournalIntegrityError naming the first that does not (never act on it)."""
+    for entry in entries:
+        if entry_hash(entry.prev_hash, entry.body()) != entry.hash:
+            raise Finding(
+                "chain",
+                "the entry's content does not match its hash (it was edited)",
+                seq=entry.seq,
+                case_id=entry.case_id,
+            ).error()
+        problem = mac_problem(key, entry.hash, entry.mac)
+        if problem is not None:
+            raise Finding("entry-mac", problem, seq=entry.seq, case_id=entry.case_id).error()
+    return entries
 
 
 class Store(Protocol):
@@ -236,6 +328,43 @@ class Store(Protocol):
 
     def case_ids(self) -> list[str]: ...
 
+    @property
+    def key(self) -> JournalKey:
+        """The writer's key: it MACs every entry and seals every vault row."""
+        ...
+
+    def authenticate(self, entries: Sequence[Entry]) -> Sequence[Entry]:
+        """The entries if each one's hash and MAC verify (:func:`authenticate`), else
+        JournalIntegrityError naming the first that does not."""
+        ...
+
+    def authentic_entries(self, case_id: str | None = None) -> list[Entry]:
+        """The entries (of one case, or all), each one's hash and MAC verified as it is
+        read: what the pipeline and the service act on (JournalIntegrityError naming
+        the first entry that fails)."""
+        ...
+
+    def seal(self, name: str, data: Mapping[str, Any]) -> str:
+        """The seal of a vault row, for its intake.accepted entry to hold."""
+        ...
+
+    def tree_head(self) -> tuple[int, bytes]:
+        """The size and RFC 6962 root of the journal's Merkle tree (O(log n))."""
+        ...
+
+    def leaf_hashes(self, size: int | None = None) -> list[bytes]:
+        """The leaf hashes of the first ``size`` entries (all by default)."""
+        ...
+
+    def checkpoint(self, directory: Path) -> Path:
+        """Sign the tree head and keep it in ``directory``
+        (:func:`credit.journal.tree.sign_head`); the path of the checkpoint."""
+        ...
+
+    def audit(self, checkpoints: Sequence[KeptCheckpoint] = ()) -> AuditReport:
+        """The verify walk over the whole journal and its side rows."""
+        ...
+
 
 def stale_case(case_id: str, expected: int, found: int) -> StaleCaseError:
     return StaleCaseError(
@@ -248,30 +377,43 @@ def stale_case(case_id: str, expected: int, found: int) -> StaleCaseError:
 
 
 class InMemoryStore:
-    """The in-memory store: the same contract, for tests and one-off runs."""
+    """The in-memory store: the same contract, for tests and one-off runs. Without a
+    ``key`` it makes one that lives as long as the store (nothing outlives it)."""
 
-    def __init__(self, clock: Clock | None = None) -> None:
+    def __init__(self, clock: Clock | None = None, *, key: JournalKey | None = None) -> None:
         self._clock = clock or clock_from_env()
+        self._key = key or ephemeral_key()
         self._lock = threading.Lock()
         self._entries: list[Entry] = []
         self._last: dict[str, int] = {}
         self._decisions: dict[str, int] = {}
+        self._accepted: dict[str, Mapping[str, Any]] = {}
+        self._chain_decisions: dict[str, list[int]] = {}
         self._cases: dict[str, Mapping[str, Any]] = {}
         self._monitoring: dict[str, Mapping[str, Any]] = {}
+        self._log = MerkleLog()
+        self._leaves: list[bytes] = []
+
+    @property
+    def key(self) -> JournalKey:
+        return self._key
 
     def _append_locked(self, case_id: str | None, kind: str, payload: Mapping[str, Any]) -> Entry:
         prev = self._entries[-1].hash if self._entries else GENESIS_HASH
-        entry = make_entry(
-            len(self._entries) + 1,
-            case_id,
-            kind,
-            dict(payload),
-            prev,
-            self._clock.now().isoformat(),
-        )
+        body = dict(payload)
+        text = dumps(body, sort_keys=True)
+        seq, at = len(self._entries) + 1, self._clock.now().isoformat()
+        entry = make_entry(seq, case_id, kind, body, prev, at, self._key, text)
         self._entries.append(entry)
+        leaf = leaf_hash(framed(seq, case_id, kind, text, prev, at, entry.hash))
+        self._leaves.append(leaf)
+        self._log.append(leaf)
         if case_id is not None:
             self._last[case_id] = entry.seq
+            if kind == INTAKE_ACCEPTED:
+                self._accepted.setdefault(case_id, entry.payload)
+            elif kind == DECISION_KIND:
+                self._chain_decisions.setdefault(case_id, []).append(entry.seq)
         return entry
 
     def append(
@@ -322,10 +464,48 @@ class InMemoryStore:
     def decision_entry(self, case_id: str) -> Entry | None:
         with self._lock:
             seq = self._decisions.get(case_id)
-            return self._entries[seq - 1] if seq else None
+            chain = self._chain_decisions.get(case_id, [])
+        problem = decision_problem(case_id, seq, chain)
+        if problem is not None:
+            raise Finding("decision-row", problem, case_id=case_id).error()
+        return self._entries[seq - 1] if seq else None
 
     def verify(self) -> ChainReport:
         return verify_chain(self.entries())
+
+    def authenticate(self, entries: Sequence[Entry]) -> Sequence[Entry]:
+        return authenticate(self._key, entries)
+
+    def authentic_entries(self, case_id: str | None = None) -> list[Entry]:
+        """Entries this store made and holds (immutable): their MACs are checked."""
+        entries = self.entries(case_id)
+        for entry in entries:
+            problem = mac_problem(self._key, entry.hash, entry.mac)
+            if problem is not None:
+                raise Finding("entry-mac", problem, seq=entry.seq, case_id=entry.case_id).error()
+        return entries
+
+    def seal(self, name: str, data: Mapping[str, Any]) -> str:
+        return self._key.seal(name, data)
+
+    def tree_head(self) -> tuple[int, bytes]:
+        with self._lock:
+            return self._log.size, self._log.root()
+
+    def leaf_hashes(self, size: int | None = None) -> list[bytes]:
+        with self._lock:
+            return list(self._leaves[:size] if size is not None else self._leaves)
+
+    def checkpoint(self, directory: Path) -> Path:
+        with self._lock:
+            size, head = self._log.size, self._log.root()
+            leaves = list(self._leaves)
+        return sign_head(self._key, directory, size, head, lambda n: root(leaves[:n]))
+
+    def audit(self, checkpoints: Sequence[KeptCheckpoint] = ()) -> AuditReport:
+        with self._lock:
+            side = SideRows(dict(self._decisions), dict(self._cases), dict(self._monitoring))
+        return audit_entries(self.entries(), key=self._key, checkpoints=checkpoints, side=side)
 
     def put_case(self, case_id: str, document: Mapping[str, Any]) -> bool:
         with self._lock:
@@ -335,7 +515,13 @@ class InMemoryStore:
             return True
 
     def get_case(self, case_id: str) -> Mapping[str, Any] | None:
-        return self._cases.get(case_id)
+        document = self._cases.get(case_id)
+        accepted = self._accepted.get(case_id)
+        if document is not None and accepted is not None:
+            problem = document_problem(document, accepted_digest(accepted))
+            if problem is not None:
+                raise Finding("case-document", problem, case_id=case_id).error()
+        return document
 
     def put_monitoring(self, case_id: str, data: Mapping[str, Any]) -> bool:
         with self._lock:
@@ -345,7 +531,13 @@ class InMemoryStore:
             return True
 
     def get_monitoring(self, case_id: str) -> Mapping[str, Any] | None:
-        return self._monitoring.get(case_id)
+        data = self._monitoring.get(case_id)
+        accepted = self._accepted.get(vault_case(case_id))
+        if accepted is not None:
+            problem = vault_problem(self._key, case_id, data, vault_seal(accepted, case_id))
+            if problem is not None:
+                raise Finding("vault", problem, case_id=vault_case(case_id)).error()
+        return data
 
     def case_ids(self) -> list[str]:
         return list(self._cases)

@@ -62,6 +62,21 @@ from sqlalchemy.schema import CreateSchema
 
 from credit.canonical import dumps, loads
 from credit.clock import clock_from_env
+from credit.errors import CreditError
+from credit.journal.audit import (
+    AuditReport,
+    Finding,
+    KeptCheckpoint,
+    SideRows,
+    Walk,
+    accepted_digest,
+    decision_problem,
+    document_problem,
+    mac_problem,
+    vault_case,
+    vault_problem,
+    vault_seal,
+)
 from credit.journal.base import (
     DECISION_KIND,
     GENESIS_HASH,
@@ -71,10 +86,18 @@ from credit.journal.base import (
     Entry,
     JournalError,
     Store,
+    authenticate,
+    framed,
     make_entry,
     stale_case,
     verify_chain,
+    walk_entry,
 )
+from credit.journal.checkpoint import CHECKPOINT_SUFFIX
+from credit.journal.merkle import MerkleLog, leaf_hash, root
+from credit.journal.signer import JournalKey, load_journal_key
+from credit.journal.tree import sign_head
+from credit.kinds import INTAKE_ACCEPTED
 
 __all__ = [
     "DATABASE_URL_ENV",
@@ -95,6 +118,7 @@ VERIFY_PAGE: Final = 1000
 
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 _WRITE: Final = "credit_journal_write"
+_GROWN: Final = "credit_journal_tree"
 
 
 def _tables(schema: str | None) -> tuple[MetaData, Table, Table, Table, Table]:
@@ -109,6 +133,10 @@ def _tables(schema: str | None) -> tuple[MetaData, Table, Table, Table, Table]:
         Column("prev_hash", String(64), nullable=False),
         Column("recorded_at", String, nullable=False),
         Column("hash", String(64), nullable=False),
+        # The writer's MAC over hash, and the entry's RFC 6962 leaf hash (hex): NULL
+        # only in entries written before migration 0003.
+        Column("mac", String(64), nullable=True),
+        Column("leaf_hash", String(64), nullable=True),
     )
     decisions = Table(
         "decisions",
@@ -249,8 +277,13 @@ class SqlStore:
         schema: str | None = None,
         clock: Clock | None = None,
         create: bool = True,
+        key: JournalKey | None = None,
     ) -> None:
         parsed, self.schema = _parse_url(url, schema)
+        self._key = key
+        self._log: MerkleLog | None = None
+        self._roots: dict[int, bytes] = {}
+        self._tree_lock = threading.Lock()
         self.url = parsed.render_as_string(hide_password=True)
         self._clock = clock or clock_from_env()
         self._postgres = parsed.get_backend_name() == "postgresql"
@@ -301,6 +334,19 @@ class SqlStore:
         return f"SqlStore({self.url!r}{where})"
 
     @property
+    def key(self) -> JournalKey:
+        """The writer's key: given at open, else $CREDIT_SIGNING_KEY or
+        ./credit-journal.key, loaded on first use (JournalError if there is none)."""
+        if self._key is None:
+            try:
+                self._key = load_journal_key()
+            except CreditError as e:
+                raise JournalError(
+                    f"the journal {self.url} cannot be written or checked: {e}"
+                ) from None
+        return self._key
+
+    @property
     def dialect(self) -> str:
         """``sqlite`` or ``postgresql``."""
         return "postgresql" if self._postgres else "sqlite"
@@ -331,9 +377,14 @@ class SqlStore:
         with self._failures(), self._mutex, self._engine.connect() as conn:
             conn.execution_options(**{_WRITE: True})
             with conn.begin():
+                conn.info.pop(_GROWN, None)  # left by a transaction that rolled back
                 if self._postgres:
                     conn.execute(select(func.pg_advisory_xact_lock(self._lock_key)))
                 yield conn
+            # Committed: the tree the transaction grew is now the journal's.
+            grown = conn.info.pop(_GROWN, None)
+            if isinstance(grown, MerkleLog):
+                self._keep_log(grown)
 
     def _create_tables(self) -> None:
         with self._write() as conn:
@@ -364,6 +415,7 @@ class SqlStore:
                 prev_hash=row.prev_hash,
                 recorded_at=row.recorded_at,
                 hash=row.hash,
+                mac=row.mac,
             )
         except ValueError as e:  # not JSON, not an object, a column of the wrong type
             reason = str(e).splitlines()[0]
@@ -382,7 +434,13 @@ class SqlStore:
             .limit(1)
         ).first()
         seq, prev = (head.seq + 1, head.hash) if head else (1, GENESIS_HASH)
-        entry = make_entry(seq, case_id, kind, normal, prev, self._clock.now().isoformat())
+        entry = make_entry(
+            seq, case_id, kind, normal, prev, self._clock.now().isoformat(), self.key, text
+        )
+        leaf = leaf_hash(framed(seq, case_id, kind, text, prev, entry.recorded_at, entry.hash))
+        grown = self._grown(conn, seq - 1)
+        grown.append(leaf)
+        conn.info[_GROWN] = grown
         conn.execute(
             self._entries.insert().values(
                 seq=entry.seq,
@@ -392,9 +450,158 @@ class SqlStore:
                 prev_hash=entry.prev_hash,
                 recorded_at=entry.recorded_at,
                 hash=entry.hash,
+                mac=entry.mac,
+                leaf_hash=leaf.hex(),
             )
         )
         return entry
+
+    # ------------------------------------------------------------------ the tree
+
+    def _keep_log(self, log: MerkleLog) -> None:
+        with self._tree_lock:
+            if self._log is None or log.size >= self._log.size:
+                self._log = log
+
+    def _stored_leaves(self, conn: Connection, after: int, upto: int | None) -> Iterator[bytes]:
+        """The leaf hashes of entries ``after < seq <= upto`` as stored (computed for
+        an entry written before they were), a page at a time."""
+        c = self._entries.c
+        while True:
+            query = (
+                select(c.seq, c.leaf_hash).where(c.seq > after).order_by(c.seq).limit(VERIFY_PAGE)
+            )
+            if upto is not None:
+                query = query.where(c.seq <= upto)
+            rows = conn.execute(query).all()
+            for row in rows:
+                if row.leaf_hash is not None:
+                    yield bytes.fromhex(row.leaf_hash)
+                else:
+                    full = conn.execute(select(self._entries).where(c.seq == row.seq)).one()
+                    yield self._entry(full).leaf_hash()
+            if len(rows) < VERIFY_PAGE:
+                return
+            after = rows[-1].seq
+
+    def _grown(self, conn: Connection, size: int) -> MerkleLog:
+        """A copy of the journal's tree at ``size`` leaves (the head read in this
+        transaction): the frontier kept in memory, caught up with the entries other
+        writers appended since, or rebuilt from the stored leaf hashes."""
+        with self._tree_lock:
+            log = self._log
+        if log is None or log.size > size:
+            log = MerkleLog()
+        log = MerkleLog.from_frontier(log.size, log.frontier)
+        if log.size < size:
+            for leaf in self._stored_leaves(conn, log.size, size):
+                log.append(leaf)
+            self._keep_log(MerkleLog.from_frontier(log.size, log.frontier))
+        return log
+
+    def _head_seq(self, conn: Connection) -> int:
+        return int(conn.execute(select(func.max(self._entries.c.seq))).scalar_one_or_none() or 0)
+
+    def tree_head(self) -> tuple[int, bytes]:
+        with self._read() as conn:
+            log = self._grown(conn, self._head_seq(conn))
+        return log.size, log.root()
+
+    def leaf_hashes(self, size: int | None = None) -> list[bytes]:
+        with self._read() as conn:
+            return list(self._stored_leaves(conn, 0, size))
+
+    def checkpoint(self, directory: Path) -> Path:
+        """Sign the tree head and keep the checkpoint in ``directory``, under the write
+        lock (the head cannot move meanwhile); see :func:`credit.journal.tree.sign_head`."""
+        with self._write() as conn:
+            log = self._grown(conn, self._head_seq(conn))
+            size, head = log.size, log.root()
+            kept = directory / f"{size:020d}{CHECKPOINT_SUFFIX}"
+            if self._roots.get(size) == head and kept.is_file():
+                return kept  # this tree head is signed already
+
+            def root_at(n: int) -> bytes:
+                if n == size:
+                    return head
+                known = self._roots.get(n)
+                return known if known is not None else root(list(self._stored_leaves(conn, 0, n)))
+
+            path = sign_head(self.key, directory, size, head, root_at)
+        self._roots = {size: head}
+        return path
+
+    def authenticate(self, entries: Sequence[Entry]) -> Sequence[Entry]:
+        return authenticate(self.key, entries)
+
+    def authentic_entries(self, case_id: str | None = None) -> list[Entry]:
+        """The entries, each one's hash recomputed from the row as stored (its payload
+        text is canonical JSON, so it is not serialised again) and its MAC verified."""
+        query = select(self._entries).order_by(self._entries.c.seq)
+        if case_id is not None:
+            query = query.where(self._entries.c.case_id == case_id)
+        key = self.key
+        with self._read() as conn:
+            rows = conn.execute(query).all()
+        entries = []
+        for row in rows:
+            entry = self._entry(row)
+            body = framed(
+                row.seq, row.case_id, row.kind, row.payload, row.prev_hash, row.recorded_at
+            )
+            if hashlib.sha256(row.prev_hash.encode("ascii") + body).hexdigest() != row.hash:
+                authenticate(key, [entry])  # not as written: the full check names why
+            problem = mac_problem(key, entry.hash, entry.mac)
+            if problem is not None:
+                raise Finding("entry-mac", problem, seq=entry.seq, case_id=entry.case_id).error()
+            entries.append(entry)
+        return entries
+
+    def seal(self, name: str, data: Mapping[str, Any]) -> str:
+        return self.key.seal(name, data)
+
+    def audit(
+        self, checkpoints: Sequence[KeptCheckpoint] = (), *, macs: bool = True
+    ) -> AuditReport:
+        """The verify walk (:class:`credit.journal.audit.Walk`) over every entry, as
+        stored, then the side rows. ``macs=False`` when no signing key is at hand (an
+        examiner): the MACs are then not checked, and the report says so."""
+        walk = Walk(key=self.key if macs else None, checkpoints=checkpoints)
+        with self._read() as conn:
+            c = self._entries.c
+            after = 0
+            while True:
+                rows = conn.execute(
+                    select(self._entries).where(c.seq > after).order_by(c.seq).limit(VERIFY_PAGE)
+                ).all()
+                for row in rows:
+                    try:
+                        entry = self._entry(row)
+                    except JournalError as e:
+                        walk.findings.append(
+                            Finding("chain", f"entry {row.seq} is {e.message}", seq=row.seq)
+                        )
+                        continue
+                    stored = bytes.fromhex(row.leaf_hash) if row.leaf_hash else None
+                    walk_entry(walk, entry, stored)
+                if len(rows) < VERIFY_PAGE:
+                    break
+                after = rows[-1].seq
+            decisions = {r.case_id: r.seq for r in conn.execute(select(self._decisions))}
+            cases = {r.case_id: loads(r.document) for r in conn.execute(select(self._cases))}
+            vault = {r.case_id: loads(r.data) for r in conn.execute(select(self._monitoring))}
+        walk.side(SideRows(decisions, cases, vault))
+        return walk.report()
+
+    def _accepted(self, conn: Connection, case_id: str) -> Mapping[str, Any] | None:
+        c = self._entries.c
+        text = conn.execute(
+            select(c.payload)
+            .where(c.case_id == case_id, c.kind == INTAKE_ACCEPTED)
+            .order_by(c.seq)
+            .limit(1)
+        ).scalar_one_or_none()
+        return None if text is None else dict(loads(text))
 
     def append(
         self,
@@ -465,12 +672,22 @@ class SqlStore:
             return [self._entry(row) for row in conn.execute(query)]
 
     def decision_entry(self, case_id: str) -> Entry | None:
-        query = select(self._entries).join(
-            self._decisions, self._decisions.c.seq == self._entries.c.seq
-        )
+        """The case's decision.recorded entry; JournalIntegrityError when the
+        decisions row and the chain disagree (a deleted or edited row)."""
+        c = self._entries.c
         with self._read() as conn:
-            row = conn.execute(query.where(self._decisions.c.case_id == case_id)).first()
-            return self._entry(row) if row is not None else None
+            row_seq = conn.execute(
+                select(self._decisions.c.seq).where(self._decisions.c.case_id == case_id)
+            ).scalar_one_or_none()
+            rows = conn.execute(
+                select(self._entries)
+                .where(c.case_id == case_id, c.kind == DECISION_KIND)
+                .order_by(c.seq)
+            ).all()
+        problem = decision_problem(case_id, row_seq, [r.seq for r in rows])
+        if problem is not None:
+            raise Finding("decision-row", problem, case_id=case_id).error()
+        return self._entry(rows[0]) if rows else None
 
     def _chain(self, conn: Connection) -> Iterator[Entry]:
         """Every entry in seq order, a page at a time (no cursor held between pages)."""
@@ -529,11 +746,21 @@ class SqlStore:
             return True
 
     def get_case(self, case_id: str) -> Mapping[str, Any] | None:
+        """The stored case document; JournalIntegrityError when it is not the one its
+        intake.accepted entry took in (an edited row is never served)."""
         with self._read() as conn:
             text = conn.execute(
                 select(self._cases.c.document).where(self._cases.c.case_id == case_id)
             ).scalar_one_or_none()
-        return None if text is None else dict(loads(text))
+            accepted = None if text is None else self._accepted(conn, case_id)
+        if text is None:
+            return None
+        document = dict(loads(text))
+        if accepted is not None:
+            problem = document_problem(document, accepted_digest(accepted))
+            if problem is not None:
+                raise Finding("case-document", problem, case_id=case_id).error()
+        return document
 
     def put_monitoring(self, case_id: str, data: Mapping[str, Any]) -> bool:
         text = dumps(data, sort_keys=True)
@@ -547,11 +774,20 @@ class SqlStore:
             return True
 
     def get_monitoring(self, case_id: str) -> Mapping[str, Any] | None:
+        """The vault row under ``case_id`` (a case id, or ``<caseId>#...``);
+        JournalIntegrityError when it does not match the seal its intake.accepted
+        entry holds (edited, moved or deleted)."""
         with self._read() as conn:
             text = conn.execute(
                 select(self._monitoring.c.data).where(self._monitoring.c.case_id == case_id)
             ).scalar_one_or_none()
-        return None if text is None else dict(loads(text))
+            accepted = self._accepted(conn, vault_case(case_id))
+        data = None if text is None else dict(loads(text))
+        if accepted is not None:
+            problem = vault_problem(self.key, case_id, data, vault_seal(accepted, case_id))
+            if problem is not None:
+                raise Finding("vault", problem, case_id=vault_case(case_id)).error()
+        return data
 
     def case_ids(self) -> list[str]:
         with self._read() as conn:
@@ -568,6 +804,7 @@ def open_store(
     schema: str | None = None,
     clock: Clock | None = None,
     create: bool = True,
+    key: JournalKey | None = None,
 ) -> SqlStore:
     """Open the SQL journal.
 
@@ -577,7 +814,7 @@ def open_store(
     tables in that schema, created if missing. ``create=False`` opens an existing
     journal only (JournalError if there is none) and creates nothing.
     """
-    return SqlStore(resolve_url(url), schema=schema, clock=clock, create=create)
+    return SqlStore(resolve_url(url), schema=schema, clock=clock, create=create, key=key)
 
 
 if TYPE_CHECKING:  # mypy checks that SqlStore satisfies the Store protocol

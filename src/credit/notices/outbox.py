@@ -10,6 +10,13 @@ so no implementation can skip it. Each sent notice is stored with its report.
 Two implementations: :class:`InMemoryOutbox` (tests, the demo) and
 :class:`DirectoryOutbox` (``<caseId>.notice.json`` and ``<caseId>.report.json`` in a
 folder, written atomically; a second, different notice for a case is refused).
+
+What is sent is exactly the notice's canonical bytes: ``sha256sum`` of a sent file is
+the ``noticeSha256`` the journal holds for it, and nothing is appended. The outbox is
+bound to the journal: :meth:`Outbox.read` gives a sent notice only when its bytes
+still hash to the journaled SHA-256 (:class:`~credit.errors.JournalIntegrityError`,
+check ``notice-file``, when the file is missing or changed), and :func:`outbox_problems`
+lists every sent notice whose file is missing or changed (``credit outbox verify``).
 """
 
 from __future__ import annotations
@@ -17,15 +24,32 @@ from __future__ import annotations
 import os
 import tempfile
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from credit.canonical import dumps, loads, sha256_hex
-from credit.errors import NoticeError, StaleNoticeError, UnverifiedNoticeError
+from credit.errors import (
+    JournalIntegrityError,
+    NoticeError,
+    StaleNoticeError,
+    UnverifiedNoticeError,
+)
 from credit.guardrails.report import VerificationReport
+from credit.journal.base import Entry
+from credit.kinds import NOTICE_SENT
 from credit.notice_format import Notice, parse_notice
 
-__all__ = ["DirectoryOutbox", "InMemoryOutbox", "Outbox", "SentNotice", "check_sendable"]
+__all__ = [
+    "DirectoryOutbox",
+    "InMemoryOutbox",
+    "NoticeFileProblem",
+    "Outbox",
+    "SentNotice",
+    "check_sendable",
+    "notice_file_problem",
+    "outbox_problems",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +100,42 @@ class Outbox(ABC):
     def sent(self) -> tuple[SentNotice, ...]:
         """Every notice sent, in the order sent."""
 
+    @abstractmethod
+    def notice_bytes(self, case_id: str) -> bytes | None:
+        """The bytes of the notice sent for the case, as kept (None: none kept)."""
+
+    def read(self, case_id: str, journaled_sha256: str) -> bytes:
+        """The sent notice's bytes, once they hash to the SHA-256 the journal holds
+        for it; JournalIntegrityError (check ``notice-file``) if missing or changed."""
+        data = self.notice_bytes(case_id)
+        problem = notice_file_problem(data, journaled_sha256)
+        if problem is not None:
+            raise JournalIntegrityError(f"case {case_id}: {problem}", check="notice-file")
+        assert data is not None
+        return data
+
+
+def notice_file_problem(data: bytes | None, journaled_sha256: str) -> str | None:
+    """Why a kept notice is not the one the journal says was sent (None: it is)."""
+    if data is None:
+        return "the sent notice's file is missing"
+    found = sha256_hex(data)
+    if found != journaled_sha256:
+        return (
+            f"the sent notice's bytes hash to {found[:16]}..., not to the journaled "
+            f"noticeSha256 {journaled_sha256[:16]}... (the file was changed)"
+        )
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class NoticeFileProblem:
+    """A sent notice whose kept file is missing or changed."""
+
+    case_id: str
+    seq: int
+    detail: str
+
 
 class InMemoryOutbox(Outbox):
     def __init__(self) -> None:
@@ -86,6 +146,12 @@ class InMemoryOutbox(Outbox):
 
     def sent(self) -> tuple[SentNotice, ...]:
         return tuple(self._sent)
+
+    def notice_bytes(self, case_id: str) -> bytes | None:
+        for sent in reversed(self._sent):
+            if sent.case_id == case_id:
+                return sent.notice_bytes
+        return None
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
@@ -113,22 +179,48 @@ class DirectoryOutbox(Outbox):
     def _store(self, sent: SentNotice) -> None:
         notice_path, report_path = self._paths(sent.case_id)
         if notice_path.exists():
-            if sha256_hex(notice_path.read_bytes().rstrip(b"\n")) == sent.notice_sha256:
+            if sha256_hex(notice_path.read_bytes()) == sent.notice_sha256:
                 return  # the same notice again: nothing to do
             raise NoticeError(
-                f"a different notice for this case is already in the outbox {self.root}",
+                f"a different notice for this case is already in the outbox {self.root} "
+                "(or the one sent was changed since)",
                 case_id=sent.case_id,
             )
         report = (dumps(sent.report.to_wire()) + "\n").encode("utf-8")
         _write_atomically(report_path, report)
-        _write_atomically(notice_path, sent.notice_bytes + b"\n")
+        _write_atomically(notice_path, sent.notice_bytes)  # exactly the bytes hashed
+
+    def notice_bytes(self, case_id: str) -> bytes | None:
+        path, _ = self._paths(case_id)
+        try:
+            return path.read_bytes()
+        except FileNotFoundError:
+            return None
 
     def sent(self) -> tuple[SentNotice, ...]:
         out = []
         for notice_path in sorted(self.root.glob("*.notice.json")):
-            data = notice_path.read_bytes().rstrip(b"\n")
+            data = notice_path.read_bytes()
             notice = parse_notice(loads(data))
             _, report_path = self._paths(notice.case_id)
             report = VerificationReport.from_wire(loads(report_path.read_bytes()))
             out.append(SentNotice(notice.case_id, sha256_hex(data), data, report))
         return tuple(out)
+
+
+def outbox_problems(entries: Iterable[Entry], outbox: Outbox) -> list[NoticeFileProblem]:
+    """Every ``notice.sent`` entry whose notice's kept file is missing or does not
+    hash to the entry's ``noticeSha256``."""
+    problems = []
+    for entry in entries:
+        if entry.kind != NOTICE_SENT or entry.case_id is None:
+            continue
+        journaled = entry.payload.get("noticeSha256")
+        problem = (
+            notice_file_problem(outbox.notice_bytes(entry.case_id), journaled)
+            if isinstance(journaled, str)
+            else "the notice.sent entry holds no noticeSha256"
+        )
+        if problem is not None:
+            problems.append(NoticeFileProblem(entry.case_id, entry.seq, problem))
+    return problems

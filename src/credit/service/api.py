@@ -36,7 +36,7 @@ from pydantic.alias_generators import to_camel
 
 from credit import __version__
 from credit.cases import read_document
-from credit.errors import InputError
+from credit.errors import InputError, ServiceError
 from credit.governance.onramp import screen
 from credit.journal.sql import SqlStore
 from credit.lifecycle import ItemKind
@@ -364,6 +364,13 @@ _PDF_CONTENT: Final[dict[int | str, dict[str, Any]]] = {
 def _notice_response(service: CaseService, case_id: str, pdf: bool) -> Response:
     view = service.notice(case_id)
     if pdf:
+        if not view.report.passed:
+            raise ServiceError(
+                "the notice did not pass verification "
+                f"({', '.join(view.report.failed)}): no letter is printed",
+                status=409,
+                case_id=case_id,
+            )
         return Response(
             notice_pdf(view.notice),
             media_type="application/pdf",

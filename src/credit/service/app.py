@@ -42,6 +42,7 @@ from credit.errors import (
     GovernanceError,
     InputError,
     IntakeConflictError,
+    JournalIntegrityError,
     NoticeError,
     ServiceError,
 )
@@ -51,6 +52,7 @@ from credit.journal.base import (
     StaleCaseError,
     Store,
 )
+from credit.journal.signer import checkpoints_dir, ensure_journal_key
 from credit.journal.sql import SqlStore, open_store
 from credit.notices.outbox import DirectoryOutbox, Outbox
 from credit.policy import PolicyRegistry
@@ -176,8 +178,8 @@ def _status_of(err: CreditError) -> int:
         return 409
     if isinstance(err, InputError):
         return 422
-    if isinstance(err, (GovernanceError, NoticeError)):
-        return 409
+    if isinstance(err, (GovernanceError, NoticeError, JournalIntegrityError)):
+        return 409  # a journal integrity failure: the service refuses to act on it
     if isinstance(err, JournalError):
         return 503
     return 500
@@ -245,9 +247,12 @@ def create_app(
     claims: Claims | None = None,
     outbox: Outbox | None = None,
     registry: PolicyRegistry | None = None,
+    checkpoints: Path | None = None,
 ) -> FastAPI:
     """The service. ``settings`` say where the journal, keys and outbox are; tests may
-    hand in a store, key store, claims or outbox instead. A store opened here (from
+    hand in a store, key store, claims or outbox instead. ``checkpoints``: the folder
+    the tree head is signed into after every write (default $CREDIT_CHECKPOINTS, else
+    ./checkpoints; one folder per journal). A store opened here (from
     ``settings.database_url``) is closed when the app shuts down (or by
     ``app.state.close()`` for an app never started)."""
     settings = settings or ServiceSettings()
@@ -259,6 +264,7 @@ def create_app(
                 settings.database_url,
                 schema=settings.schema_name,
                 create=settings.create_tables,
+                key=ensure_journal_key(),
             )
             if keys is None or claims is None:
                 service_db = ServiceDb(
@@ -312,6 +318,7 @@ def create_app(
         claims,
         registry=registry,
         claim_stale_after_s=settings.claim_stale_after_s,
+        checkpoints=checkpoints_dir(checkpoints),
     )
     app.state.service_db = service_db
 

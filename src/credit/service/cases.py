@@ -28,6 +28,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
+from pathlib import Path
 from typing import Any, Final
 
 from credit.casework import CaseWork
@@ -94,8 +95,10 @@ class CaseService:
         underwriter: Underwriter | None = None,
         claim_stale_after_s: float = 300.0,
         clock: Clock | None = None,
+        checkpoints: Path | None = None,
     ) -> None:
         self.store = store
+        self.checkpoints = checkpoints
         self.outbox = outbox
         self.claims = claims
         self.registry = registry or PolicyRegistry.bundled()
@@ -116,6 +119,13 @@ class CaseService:
     def start(self) -> None:
         """At start-up: finish what a killed worker left half way (reviews, notices)."""
         self.work.finish_all()
+        self.committed()
+
+    def committed(self) -> None:
+        """After a request that wrote: sign the tree head into the checkpoints folder
+        (when one is set), so every entry is covered by a signed checkpoint."""
+        if self.checkpoints is not None:
+            self.store.checkpoint(self.checkpoints)
 
     # ------------------------------------------------------------------ claims
 
@@ -219,6 +229,7 @@ class CaseService:
         if not isinstance(raw, Mapping):
             raise InputError(f"a case must be a JSON object, got {_json_type(raw)}")
         result = intake(raw, self.store, registry=self.registry)
+        self.committed()
         return {
             "caseId": result.case_id,
             "takenIn": result.taken_in,
@@ -240,6 +251,7 @@ class CaseService:
             if isinstance(result.error, InputError) and result.decision_entry is None:
                 raise result.error  # 422 naming the field; the failed turn is journaled
             self.work.finish(case_id)
+        self.committed()
         return self.view(case_id, principal)
 
     def _not_decided(self, case_id: str) -> None:
@@ -263,11 +275,13 @@ class CaseService:
         """A reviewer's release: the first approves, a second releases (four eyes)."""
         self._document(case_id)
         self.work.release(case_id, principal, reason)
+        self.committed()
         return self.view(case_id, principal)
 
     def reject(self, case_id: str, principal: Principal, reason: str) -> dict[str, Any]:
         self._document(case_id)
         self.work.reject(case_id, principal, reason)
+        self.committed()
         return self.view(case_id, principal)
 
     def manual_decision(
@@ -301,11 +315,13 @@ class CaseService:
             apr=apr,
         )
         self.work.officer_decide(case_id, principal, request)
+        self.committed()
         return self.view(case_id, principal)
 
     def withdraw(self, case_id: str, principal: Principal, why: str) -> dict[str, Any]:
         self._document(case_id)
         self.work.withdraw(case_id, principal, why)
+        self.committed()
         return self.view(case_id, principal)
 
     def notice(self, case_id: str, *, preview: bool = False) -> NoticeView:
@@ -341,6 +357,18 @@ class CaseService:
             day = dt.date.fromisoformat(str(dated.payload["noticeDate"]))
         notice = render_notice(case, basis, notice_date=day)
         report = self.verifier.verify(notice, expectation_for(case, basis, notice_date=day))
+        if life.sent is not None:
+            # A sent notice is served only while the kept file and this rendering are
+            # still the bytes the journal says were sent.
+            journaled = str(life.sent.payload.get("noticeSha256"))
+            self.outbox.read(case_id, journaled)
+            if notice.sha256 != journaled:
+                raise ServiceError(
+                    f"the notice rendered from the record ({notice.sha256[:12]}...) is not the "
+                    f"one sent ({journaled[:12]}...)",
+                    status=409,
+                    case_id=case_id,
+                )
         delivery = "not-sent" if life.gate.released is not None else "preview"
         if life.sent is not None:
             delivery = "sent"
@@ -356,6 +384,7 @@ class CaseService:
         if before.decision is None or before.decision.decision not in NOTICE_DECISIONS:
             self.notice(case_id)  # 404 / 409 naming why there is none
         life = self.work.finish(case_id)
+        self.committed()
         if life.sent is None:
             if life.state == "notice-blocked" and life.blocked is not None:
                 why = life.blocked.payload.get("reason") or "it failed verification"

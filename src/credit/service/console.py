@@ -58,6 +58,7 @@ from credit.governance.findings import Review
 from credit.governance.keystone import KeystoneStatus, status_of
 from credit.guardrails.report import VerificationReport
 from credit.journal.base import Entry, StaleCaseError
+from credit.journal.why import explain
 from credit.lifecycle import OFFICER_DECIDES, CaseLife
 from credit.models import Decision, parse_decision
 from credit.notices.render import NOTICE_DECISIONS
@@ -278,6 +279,7 @@ class CaseView:
     reason_reject: str = ""
     form: dict[str, Any] = field(default_factory=dict)  # an officer's form, re-shown
     highlight: int | None = None
+    why: dict[str, Any] | None = None  # credit.journal.why: the same account as `credit why`
 
 
 def _summary(payload: Mapping[str, Any]) -> str:
@@ -332,6 +334,7 @@ def _case_view(
         ],
         product=life.product,
         highlight=highlight,
+        why=explain(case_id, entries, life, catalogue=service.work.catalogue),
     )
     view.can_release = principal.role in DECIDING_ROLES and status.state == "held"
     view.can_reject = principal.role in DECIDING_ROLES and status.held and not life.final

@@ -1,0 +1,73 @@
+"""``credit outbox verify``: every sent notice's kept file against the journal.
+
+For each ``notice.sent`` entry, the outbox's ``<caseId>.notice.json`` must be there and
+hash to the entry's ``noticeSha256`` (``sha256sum`` of the file is that hash). Exit 0
+when every one does, 1 listing each missing or changed file, 2 bad input. Registered
+on the ``credit`` app by one import line in :mod:`credit.cli`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from credit.cli import app
+from credit.cli_journal import DatabaseOption, SchemaOption
+from credit.errors import CreditError
+from credit.journal import open_store
+from credit.kinds import NOTICE_SENT
+from credit.notices.outbox import DirectoryOutbox, outbox_problems
+
+__all__ = ["outbox_app"]
+
+EXIT_CHANGED = 1
+EXIT_BAD_INPUT = 2
+
+outbox_app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="The outbox of sent notices, bound to the journal.",
+)
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+
+@outbox_app.command()
+def verify(
+    outbox: Annotated[
+        Path,
+        typer.Option("--outbox", envvar="CREDIT_OUTBOX", help="The outbox folder."),
+    ] = Path("outbox"),
+    database: DatabaseOption = None,
+    schema: SchemaOption = None,
+) -> None:
+    """List every sent notice whose file is missing or changed (exit 1 when any)."""
+    try:
+        with open_store(database, schema=schema, create=False) as store:
+            sent = store.entries(kinds=[NOTICE_SENT])
+        problems = outbox_problems(sent, DirectoryOutbox(outbox))
+    except CreditError as e:
+        err.print(f"[red]error:[/red] {escape(str(e))}", highlight=False)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    for problem in problems:
+        out.print(
+            f"case {problem.case_id} (entry {problem.seq}): {problem.detail}",
+            highlight=False,
+            markup=False,
+        )
+    intact = len(sent) - len(problems)
+    out.print(
+        f"{'ok' if not problems else 'CHANGED'}: {intact} of {len(sent)} sent notice(s) "
+        f"intact in {outbox}",
+        highlight=False,
+        markup=False,
+    )
+    if problems:
+        raise typer.Exit(EXIT_CHANGED)
+
+
+app.add_typer(outbox_app, name="outbox")

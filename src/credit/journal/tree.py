@@ -1,0 +1,123 @@
+"""The store's tree head, signed: checkpoints and inclusion proofs of the journal.
+
+:func:`sign_head` is how every store writes a checkpoint: before the key signs a new
+tree head, the newest checkpoint kept is read and verified, and the tree the store
+holds must still have that checkpoint's root at that checkpoint's size; a shorter
+tree (truncated) or another root there (a rewritten history) is refused, so the key
+never signs over a tampered journal. :func:`inclusion` gives each entry's RFC 9162
+audit path against a checkpoint.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from credit.errors import JournalIntegrityError
+from credit.journal.audit import KeptCheckpoint
+from credit.journal.checkpoint import (
+    CHECKPOINT_SUFFIX,
+    sign_checkpoint,
+    verify_checkpoint,
+    write_checkpoint,
+)
+from credit.journal.keys import VerifierKey
+from credit.journal.merkle import inclusion_proof, verify_inclusion
+from credit.journal.signer import JournalKey
+
+__all__ = ["Inclusion", "inclusion", "newest_checkpoint", "sign_head"]
+
+_FILE_NAME = re.compile(r"[0-9]{20}" + re.escape(CHECKPOINT_SUFFIX))
+
+
+def newest_checkpoint(
+    directory: Path, verifier: VerifierKey, *, origin: str | None = None
+) -> KeptCheckpoint | None:
+    """The checkpoint of the largest tree size kept in ``directory``, its signature
+    verified (JournalIntegrityError naming the file if it does not), or None."""
+    if not directory.is_dir():
+        return None
+    names = sorted(p.name for p in directory.iterdir() if _FILE_NAME.fullmatch(p.name))
+    if not names:
+        return None
+    path = directory / names[-1]
+    checkpoint = verify_checkpoint(path.read_bytes(), verifier, origin=origin, source=path)
+    if checkpoint.size != int(names[-1][:20]):
+        raise JournalIntegrityError(
+            f"the file is named for another tree size than its checkpoint's {checkpoint.size}",
+            check="file-name",
+            checkpoint=str(path),
+            tree_size=checkpoint.size,
+        )
+    return KeptCheckpoint(str(path), checkpoint)
+
+
+def sign_head(
+    key: JournalKey,
+    directory: Path,
+    size: int,
+    root: bytes,
+    root_at: Callable[[int], bytes],
+) -> Path:
+    """Sign the tree head (``size``, ``root``) in the C2SP checkpoint format, origin
+    the key's name, and keep it in ``directory``: refused when the newest checkpoint
+    kept is larger than the tree or ``root_at`` its size is not its root."""
+    newest = newest_checkpoint(directory, key.verifier, origin=key.name)
+    if newest is not None:
+        if newest.size > size:
+            raise JournalIntegrityError(
+                f"the journal holds {size} entries, fewer than the {newest.size} the newest "
+                "checkpoint signed (entries were cut): not signed",
+                check="truncated",
+                checkpoint=newest.path,
+                tree_size=newest.size,
+            )
+        if root_at(newest.size) != newest.checkpoint.root_hash:
+            raise JournalIntegrityError(
+                f"the journal's first {newest.size} entries no longer hash to the newest "
+                "checkpoint's root (the history was rewritten): not signed",
+                check="consistency",
+                checkpoint=newest.path,
+                tree_size=newest.size,
+            )
+    return write_checkpoint(directory, sign_checkpoint(key.name, size, root, key.signing))
+
+
+@dataclass(frozen=True, slots=True)
+class Inclusion:
+    """An entry's audit path in the tree of ``size`` leaves (RFC 9162 §2.1.3)."""
+
+    seq: int
+    leaf_hash: bytes
+    size: int
+    path: tuple[bytes, ...]
+
+    def to_wire(self) -> dict[str, object]:
+        return {
+            "seq": self.seq,
+            "leafIndex": self.seq - 1,
+            "leafHash": self.leaf_hash.hex(),
+            "treeSize": self.size,
+            "path": [p.hex() for p in self.path],
+        }
+
+    def verifies(self, root: bytes) -> bool:
+        return verify_inclusion(self.leaf_hash, self.seq - 1, self.size, list(self.path), root)
+
+
+def inclusion(seqs: Sequence[int], size: int, leaf_hashes: Sequence[bytes]) -> list[Inclusion]:
+    """The audit paths of the entries ``seqs`` (each at most ``size``) in the tree of
+    the first ``size`` leaf hashes."""
+    return [
+        Inclusion(
+            seq, leaf_hashes[seq - 1], size, tuple(inclusion_proof(seq - 1, size, leaf_hashes))
+        )
+        for seq in seqs
+    ]
+
+
+def root_b64(root: bytes) -> str:
+    return base64.b64encode(root).decode("ascii")
