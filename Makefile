@@ -83,4 +83,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache credit.db credit.db-wal credit.db-shm outbox transcripts
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache credit.db credit.db-wal credit.db-shm outbox transcripts checkpoints credit-journal.key credit-journal.key.pub
