@@ -26,6 +26,7 @@ the same laws and counts what it tried.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import tempfile
@@ -36,6 +37,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import pytest
+from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -44,8 +46,8 @@ from credit.canonical import loads
 from credit.cases import read_document
 from credit.cli import app
 from credit.errors import InputError
+from credit.governance import onramp
 from credit.governance.guard import default_guard
-from credit.governance.onramp import intake, screen
 from credit.journal import InMemoryStore, open_store
 from credit.journal.base import Store
 from credit.service.auth import Role
@@ -84,13 +86,13 @@ def intake_law(store: Store, fuzzed: Fuzzed) -> str:
         return "rejected"
     screened: InputError | None = None
     try:
-        screen(raw, registry=REGISTRY)
+        onramp.screen(raw, registry=REGISTRY)
     except InputError as err:
         screened = err
     case_id = raw.get("caseId") if isinstance(raw, dict) else None
     stored_before = store.get_case(case_id) if isinstance(case_id, str) else None
     try:
-        result = intake(raw, store, registry=REGISTRY)
+        result = onramp.intake(raw, store, registry=REGISTRY)
     except InputError as err:
         assert err.message
         if screened is not None:
@@ -114,7 +116,7 @@ def intake_law(store: Store, fuzzed: Fuzzed) -> str:
 def intake_store() -> InMemoryStore:
     store = InMemoryStore()
     for doc in REAL_CASES[:20]:  # a journal with cases in it: a conflict is possible
-        intake(doc, store, registry=REGISTRY)
+        onramp.intake(doc, store, registry=REGISTRY)
     return store
 
 
@@ -353,6 +355,8 @@ def api_case_law(api: Api, fuzzed: Fuzzed) -> str:
 
 @pytest.fixture(scope="module")
 def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
+    """The service on SQLite with a held, a referred, an undecidable and a declined
+    case; its client answers an unexpected error with the 500 a caller would see."""
     with service_api("sqlite", tmp_path_factory.mktemp("fuzz-api")) as built:
         held_case(built, "FZ-HELD")
         thin = dict(REAL_CASES[0], caseId="FZ-THIN")
@@ -366,7 +370,9 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
         declined = json.loads(json.dumps(REAL_CASES[1]))
         declined.update(caseId="FZ-DECLINED")
         built.decided(declined)
-        yield built
+        yield dataclasses.replace(
+            built, client=TestClient(built.app, raise_server_exceptions=False)
+        )
 
 
 @fuzz(60)
@@ -456,3 +462,125 @@ def test_query_parameters_are_a_named_422_or_ignored_never_a_server_error(
         assert status == 422 and error_of(response)["field"] == "format"
     queue = api.client.get("/v1/queue", headers=api.headers(Role.OFFICER), params=params)
     assert answered(api, queue, before) == 200
+
+
+# ---------------------------------------------------------------------- the laws can fail
+
+BAD_INCOME: Final = json.dumps(dict(REAL_CASES[0], caseId="PLANT-1", asOf="2025-01-01")).encode()
+GOOD_CASE: Final = json.dumps(dict(REAL_CASES[2], caseId="PLANT-2")).encode()
+
+
+def test_the_intake_law_catches_a_refusal_that_journals(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = onramp.intake
+
+    def journals_then_refuses(raw: Any, store: Store, **kwargs: Any) -> Any:
+        store.append(raw["caseId"], "intake.accepted", {"digest": "planted"})
+        return real(raw, store, **kwargs)
+
+    monkeypatch.setattr(onramp, "intake", journals_then_refuses)
+    with pytest.raises(AssertionError, match="a refused case changed the journal"):
+        intake_law(InMemoryStore(), Fuzzed(BAD_INCOME, ("planted",)))
+
+
+def test_the_intake_law_catches_a_prohibited_field_stored(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = onramp.case_document
+    monkeypatch.setattr(onramp, "case_document", lambda case: {**real(case), "race": "planted"})
+    with pytest.raises(AssertionError, match="a prohibited field was stored"):
+        intake_law(InMemoryStore(), Fuzzed(GOOD_CASE, ("planted",)))
+
+
+def test_the_intake_law_lets_any_error_but_input_error_through(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def breaks(raw: Any, **kwargs: Any) -> Any:
+        raise KeyError("planted")
+
+    monkeypatch.setattr(onramp, "screen", breaks)
+    with pytest.raises(KeyError, match="planted"):
+        intake_law(InMemoryStore(), Fuzzed(GOOD_CASE, ("planted",)))
+
+
+def _planted_rows() -> list[Fuzzed | None]:
+    return [None, Fuzzed(BAD_INCOME, ("planted",)), None, Fuzzed(b"{nope", ("planted",))]
+
+
+def test_the_decide_law_catches_a_bad_line_dropped_silently(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import credit.cli
+
+    real = credit.cli.iter_cases
+    monkeypatch.setattr(
+        credit.cli,
+        "iter_cases",
+        lambda *a, **k: (e for e in real(*a, **k) if e.error is None or e.line != 4),
+    )
+    batch = write_batch(tmp_path, _planted_rows())
+    with pytest.raises(AssertionError):
+        decide_law(batch)
+    monkeypatch.undo()
+    assert decide_law(batch) == (2, 2)
+
+
+def test_the_run_law_catches_a_rerun_that_journals(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from credit.pipeline import Pipeline
+
+    def every_time(self: Pipeline, case_ids: Any) -> None:
+        self.store.append(case_ids[0], "ethics.finding", {"planted": True})
+
+    monkeypatch.setattr(Pipeline, "record_ethics", every_time)
+    with pytest.raises(AssertionError, match="a re-run changed the journal"):
+        run_law(write_batch(tmp_path, _planted_rows()), tmp_path)
+
+
+def test_the_run_law_catches_a_bad_line_that_reaches_the_journal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from credit.pipeline import Pipeline
+
+    real = Pipeline.take_in
+
+    def leaks(self: Pipeline, lines: Any, source: Any) -> Any:
+        # A refused line that leaves a trace: a case the journal says was withdrawn.
+        self.store.append("LEAKED", "case.withdrawn", {"planted": True})
+        return real(self, lines, source)
+
+    monkeypatch.setattr(Pipeline, "take_in", leaks)
+    with pytest.raises(AssertionError, match="a named line adds nothing"):
+        run_law(write_batch(tmp_path, _planted_rows()), tmp_path)
+
+
+def test_the_api_law_catches_a_server_error_and_a_4xx_that_journals(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from credit.service.cases import CaseService
+
+    def breaks(self: CaseService, raw: Any) -> Any:
+        raise KeyError("planted")
+
+    monkeypatch.setattr(CaseService, "take_in", breaks)
+    with pytest.raises(AssertionError, match="500"):
+        api_case_law(api, Fuzzed(GOOD_CASE, ("planted",)))
+
+    def journals_then_refuses(self: CaseService, raw: Any) -> Any:
+        self.store.append("PLANT-2", "intake.accepted", {"digest": "planted"})
+        raise InputError("planted", field="caseId")
+
+    monkeypatch.setattr(CaseService, "take_in", journals_then_refuses)
+    with pytest.raises(AssertionError, match="a 422 changed the journal"):
+        api_case_law(api, Fuzzed(GOOD_CASE, ("planted",)))
+
+
+def test_the_api_law_catches_a_422_that_names_no_field(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from credit.service.cases import CaseService
+
+    def unnamed(self: CaseService, raw: Any) -> Any:
+        raise InputError("planted")
+
+    monkeypatch.setattr(CaseService, "take_in", unnamed)
+    with pytest.raises(AssertionError, match="a 422 that names no field"):
+        api_case_law(api, Fuzzed(GOOD_CASE, ("planted",)))
