@@ -389,3 +389,27 @@ def test_a_body_that_is_json_but_not_an_object_is_422_naming_the_body(api: Api) 
         response = api.client.post("/v1/cases", content=body, headers=api.headers(Role.INTAKE))
         assert response.status_code == 422
         assert response.json()["error"]["field"] == "body", body
+
+
+@pytest.mark.parametrize(
+    ("path", "role"),
+    [
+        ("/v1/cases", Role.INTAKE),
+        ("/v1/cases/ANY-1/release", Role.REVIEWER),
+        ("/v1/cases/ANY-1/manual-decision", Role.OFFICER),
+        ("/v1/cases/ANY-1/withdraw", Role.OFFICER),
+    ],
+)
+def test_a_body_that_is_not_utf8_is_422_naming_the_body_not_a_bare_400(
+    api: Api, path: str, role: Role
+) -> None:
+    before = api.store.entries()
+    response = api.client.post(
+        path,
+        content=b'{"reason": "checked \xff"}',
+        headers={**api.headers(role), "Content-Type": "application/json"},
+    )
+    assert response.status_code == 422, response.text
+    error = response.json()["error"]
+    assert error["field"] == "body" and "not" in error["message"]
+    assert api.store.entries() == before
