@@ -64,6 +64,15 @@ class Tally:
     def __init__(self) -> None:
         self.counts: Counter[str] = Counter()
         self.crashes: list[str] = []
+        self.parts: list[str] = []  # "intake 3,000 in 20.1 s", ...
+        self._mark = (time.perf_counter(), 0)
+
+    def part(self, name: str) -> None:
+        """Close a part of the run: its inputs and its time."""
+        began, tried = self._mark
+        now = time.perf_counter()
+        self.parts.append(f"{name} {self.tried - tried:,} in {now - began:.0f} s")
+        self._mark = (now, self.tried)
 
     @property
     def tried(self) -> int:
@@ -79,7 +88,7 @@ def _run(examples: int, strategy: st.SearchStrategy[Any], body: Callable[[Any], 
     """Draw ``examples`` inputs (generation only: a crash is counted, not shrunk)."""
 
     @settings(
-        max_examples=examples,
+        max_examples=max(1, examples),
         deadline=None,
         database=None,
         phases=[Phase.generate],
@@ -97,8 +106,8 @@ def _fuzzed_lines(batch: Batch) -> int:
 
 
 def main() -> None:
-    tally = Tally()
     start = time.perf_counter()
+    tally = Tally()
 
     store = seeded_store()
 
@@ -109,6 +118,7 @@ def main() -> None:
             tally.crashed(f"intake: {fuzzed.data[:300]!r} ({', '.join(fuzzed.how)})")
 
     _run(INTAKE_INPUTS, fuzzed_input(), one_intake)
+    tally.part("intake")
 
     def one_decide(rows: list[Fuzzed | None]) -> None:
         with tempfile.TemporaryDirectory() as folder:
@@ -123,6 +133,7 @@ def main() -> None:
             tally.counts["decided"] += decided - len(batch.good)
 
     _run(DECIDE_BATCHES, batch_rows(BATCH_LINES), one_decide)
+    tally.part("credit decide")
 
     def one_run(rows: list[Fuzzed | None]) -> None:
         with tempfile.TemporaryDirectory() as folder:
@@ -137,6 +148,7 @@ def main() -> None:
             tally.counts["decided"] += fuzzed - outcome.named
 
     _run(RUN_BATCHES, batch_rows(BATCH_LINES), one_run)
+    tally.part("credit run")
 
     with tempfile.TemporaryDirectory() as folder, fuzz_api(Path(folder)) as api:
 
@@ -149,6 +161,7 @@ def main() -> None:
             tally.counts["rejected" if outcome != "decided" else "decided"] += 1
 
         _run(API_BODIES, fuzzed_input(), one_body)
+        tally.part("POST /v1/cases")
 
         def one_person(drawn: tuple[Any, str, bytes]) -> None:
             route, case_id, body = drawn
@@ -158,13 +171,15 @@ def main() -> None:
                 tally.crashed(f"POST {route[0]} {case_id!r}: {body[:300]!r}")
 
         _run(PERSON_BODIES, person_request, one_person)
+        tally.part("person routes")
 
     seconds = time.perf_counter() - start
     c = tally.counts
     print(
         f"fuzz: tried {tally.tried:,} inputs in {seconds:.1f} s: {c['rejected']:,} rejected "
         f"(named), {c['decided']:,} decided, {c['taken in']:,} taken in (intake only), "
-        f"{c['acted on']:,} acted on (person routes), {c['crashed']:,} crashed",
+        f"{c['acted on']:,} acted on (person routes), {c['crashed']:,} crashed "
+        f"({'; '.join(tally.parts)})",
         flush=True,
     )
     for crash in tally.crashes:
