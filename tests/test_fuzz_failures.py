@@ -331,8 +331,10 @@ def test_an_intake_that_breaks_on_one_line_names_it_and_takes_the_rest_in(
     monkeypatch.setattr(credit.pipeline, "intake", breaks)
     store = InMemoryStore()
     summary = Pipeline(store, InMemoryOutbox()).run(declined, source="b.jsonl")
-    assert [str(f) for f in summary.failures] == [
-        "b.jsonl, line 1, case D-1: intake could not take the case in (KeyError: 'vault')"
+    assert summary.failures == []
+    assert [str(f) for f in summary.failed_cases] == [
+        "b.jsonl, line 1, case D-1: the intake could not complete (KeyError: 'vault'); not "
+        "taken in, nothing journaled"
     ]
     assert (
         store.entries("D-1") == []

@@ -93,9 +93,10 @@ class FailedCase:
     """A case of the batch whose underwriter turn, review or notice step could not
     complete for a reason other than its own content (an underwriter that raised, a
     policy edge no rule decides, a review or a send that broke): journaled once as
-    ``turn.failed``, a ``failed`` work item for a credit officer, never retried."""
+    ``turn.failed``, a ``failed`` work item for a credit officer, never retried. At the
+    ``intake`` stage (intake itself broke on the line) nothing was journaled."""
 
-    case_id: str
+    case_id: str | None
     stage: str
     error: str
     line: int | None = None
@@ -103,11 +104,14 @@ class FailedCase:
 
     def __str__(self) -> str:
         where = [p for p in (self.source, f"line {self.line}" if self.line else None) if p]
-        where.append(f"case {self.case_id}")
-        return (
-            f"{', '.join(where)}: the {self.stage} could not complete ({self.error}); "
-            "a failed work item for a credit officer (credit queue)"
+        if self.case_id is not None:
+            where.append(f"case {self.case_id}")
+        then = (
+            "not taken in, nothing journaled"
+            if self.stage == "intake"
+            else "a failed work item for a credit officer (credit queue)"
         )
+        return f"{', '.join(where)}: the {self.stage} could not complete ({self.error}); {then}"
 
 
 @dataclass(slots=True)
@@ -206,14 +210,9 @@ class Pipeline:
                 summary.failures.append(err.located(line=item.line, source=source))
                 continue
             except Exception as err:  # a bug, never the end of the batch: named, no trace
-                summary.failures.append(
-                    InputError(
-                        f"intake could not take the case in ({type(err).__name__}: {err})",
-                        case_id=_case_id_of(item.raw),
-                        line=item.line,
-                        source=source,
-                    )
-                )
+                error = f"{type(err).__name__}: {err}"
+                failed = FailedCase(_case_id_of(item.raw), "intake", error, item.line, source)
+                summary.failed_cases.append(failed)
                 continue
             if result.case_id in case_ids:
                 summary.failures.append(
