@@ -342,6 +342,24 @@ def test_an_intake_that_breaks_on_one_line_names_it_and_takes_the_rest_in(
     )
 
 
+def test_a_case_dated_at_the_end_of_the_calendar_is_decided_its_deadline_the_last_day() -> None:
+    """The policy has no end date, so it covers 9999-12-31; the Regulation B deadline 30
+    days on is past any date (it crashed the whole run, and the service's decide)."""
+    lines = [
+        BatchLine(1, auto_case(case_id="FAR-1", as_of="9999-12-31", tradelines=1)),
+        BatchLine(2, auto_case(case_id="FAR-2", as_of="9999-12-20", debt="4800.00")),
+    ]
+    store = InMemoryStore()
+    pipeline = Pipeline(store, InMemoryOutbox())
+    summary = pipeline.run(lines)
+    assert summary.failures == [] and summary.failed_cases == []
+    referred = pipeline.work.life("FAR-1")
+    assert referred.state == "referred" and referred.item is not None
+    assert referred.item.deadline.isoformat() == "9999-12-31"
+    assert "past any calendar date" in referred.item.why[-1]
+    assert pipeline.work.life("FAR-2").state == "notified"
+
+
 # ---------------------------------------------------------------------- the service
 
 
@@ -415,3 +433,10 @@ def test_a_body_that_is_not_utf8_is_422_naming_the_body_not_a_bare_400(
     error = response.json()["error"]
     assert error["field"] == "body" and "not" in error["message"]
     assert api.store.entries() == before
+
+
+def test_the_service_decides_a_case_dated_at_the_end_of_the_calendar(api: Api) -> None:
+    assert api.take_in(auto_case(case_id="SVC-FAR", as_of="9999-12-31")).status_code == 201
+    decided = api.decide("SVC-FAR")
+    assert decided.status_code == 201, decided.text
+    assert decided.json()["life"] == "approved"

@@ -382,6 +382,7 @@ LIMITS: Final = default_case_limits()
 RANGED: Final = tuple(
     sorted({key.rsplit(".", 1)[0] for key in LIMITS.params if key.endswith((".min", ".max"))})
 )
+FAR_DATES: Final = ("9999-12-31", "9999-12-15", "9999-01-01", "2026-01-01")
 FREE_TEXT: Final = (
     ("creditReport", "bureau", "name"),
     ("creditReport", "bureau", "address"),
@@ -423,9 +424,10 @@ def odd_text(draw: st.DrawFn, doc: dict[str, Any]) -> str:
 
 def odd_request(draw: st.DrawFn, doc: dict[str, Any]) -> str:
     """A request inside the case format the policy may not offer: any term, a key
-    factor code of any spelling, a score at either end of the scale or none."""
+    factor code of any spelling, a score at either end of the scale or none, a dispute,
+    a case date at the far end of the calendar."""
     report = doc["creditReport"]
-    choice = draw(st.integers(0, 3))
+    choice = draw(st.integers(0, 4))
     if choice == 0 and doc["application"]["product"] == "auto":
         doc["application"]["termMonths"] = draw(st.integers(1, 600))
     elif choice == 1:
@@ -433,8 +435,10 @@ def odd_request(draw: st.DrawFn, doc: dict[str, Any]) -> str:
         report["keyFactors"] = [{"code": code, "text": "Key factor", "value": "1"}]
     elif choice == 2:
         report["score"] = draw(st.sampled_from((*report["scoreRange"], None)))
-    else:
+    elif choice == 3:
         report["disputes"] = [{"tradelineId": "T1", "resolved": draw(st.booleans())}]
+    else:  # a date the policy covers (it has no end) at the far end of the calendar
+        doc["asOf"] = draw(st.sampled_from(FAR_DATES))
     return "odd request"
 
 
