@@ -152,13 +152,19 @@ class CaseWork:
                 self._fail(life, work, err)
         return self.life(case_id)
 
-    def _fail(self, life: CaseLife, stage: str, err: BaseException) -> None:
+    def _fail(self, before: CaseLife, stage: str, err: BaseException) -> None:
+        """Journal the failure of a step, once, after whatever the step journaled before
+        it failed (Equipoise's review when Backstop's raised; the notice's verification
+        when the send raised), so the step is never run again. If the case moved to
+        other work meanwhile (another worker), the next pass reads where it stands."""
         payload = failure_payload(stage, err)
-        if life.decision is not None:
-            payload["decisionSeq"] = life.decision.seq
-        # If the case moved meanwhile, the next pass reads where it stands.
+        if before.decision is not None:
+            payload["decisionSeq"] = before.decision.seq
+        now = self.life(before.case_id)
+        if now.system_work != stage or _decision_seq(now) != _decision_seq(before):
+            return
         with contextlib.suppress(StaleCaseError):
-            self.store.append(life.case_id, TURN_FAILED, payload, after=life.last_seq)
+            self.store.append(before.case_id, TURN_FAILED, payload, after=now.last_seq)
 
     def _case(self, case_id: str) -> Case:
         document = self.store.get_case(case_id)
@@ -357,6 +363,10 @@ class CaseWork:
 
         self._retrying(act)
         return self.life(case_id)
+
+
+def _decision_seq(life: CaseLife) -> int | None:
+    return life.decision.seq if life.decision is not None else None
 
 
 def _require(actor: Actor, role: Role, what: str) -> None:

@@ -274,7 +274,12 @@ def run(
 ) -> None:
     """The main job, governed: intake, the underwriter through the tools, the Keystone
     hold and both reviews, release, then notice, verify and send; every step journaled.
-    Resumable: run it again after an interruption and it finishes the batch."""
+    Resumable: run it again after an interruption and it finishes the batch.
+
+    A bad line, or a case whose own content stopped its turn, is named on stderr (file,
+    line, case, field) and every other case goes on: exit 2. A case whose turn, review
+    or notice failed for another reason is one failed work item for a person, named
+    too: exit 1. A re-run names the same cases and journals nothing more."""
     from credit.journal import open_store
     from credit.journal.signer import checkpoints_dir, ensure_journal_key
     from credit.notices import DirectoryOutbox
@@ -335,9 +340,17 @@ def run(
     if summary.checkpoint is not None:
         out.print(f"journal: signed checkpoint {summary.checkpoint}", highlight=False)
     _report_failures(summary.failures, summary.cases)
+    if summary.failed_cases:
+        err.print(
+            f"[red]{len(summary.failed_cases)} of {summary.cases} case(s) failed "
+            "(not bad input):[/red]",
+            highlight=False,
+        )
+        for failed in summary.failed_cases:
+            err.print(f"  {failed}", highlight=False, markup=False)
     if summary.failures:
         raise typer.Exit(EXIT_BAD_INPUT)
-    if summary.notices_blocked or (chain is not None and not chain.ok):
+    if summary.failed_cases or summary.notices_blocked or (chain is not None and not chain.ok):
         raise typer.Exit(EXIT_FAILED)
 
 

@@ -397,7 +397,10 @@ def _deadline(as_of: dt.date | None, registry: PolicyRegistry) -> tuple[dt.date,
         days: int = registry.in_force(as_of)["noticeDeadlineDays"].value
     except PolicyError as err:
         return as_of, f"no policy is in force on the case date ({err.message})"
-    return as_of + dt.timedelta(days=days), None
+    try:
+        return as_of + dt.timedelta(days=days), None
+    except OverflowError:  # a case dated within ``days`` of 9999-12-31
+        return dt.date.max, f"the deadline, {days} days after {as_of}, is past any calendar date"
 
 
 def _finding_text(finding: Finding) -> str:

@@ -26,7 +26,7 @@ logic of its own: it sequences the core.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -57,6 +57,7 @@ __all__ = [
     "NOTICE_SENT",
     "NOTICE_VERIFIED",
     "BatchLine",
+    "FailedCase",
     "Pipeline",
     "RunSummary",
     "read_batch",
@@ -87,14 +88,46 @@ def read_batch(path: Path | str) -> list[BatchLine]:
     return [BatchLine(d.line, d.raw, d.error) for d in iter_documents(path)]
 
 
+@dataclass(frozen=True, slots=True)
+class FailedCase:
+    """A case of the batch whose underwriter turn, review or notice step could not
+    complete for a reason other than its own content (an underwriter that raised, a
+    policy edge no rule decides, a review or a send that broke): journaled once as
+    ``turn.failed``, a ``failed`` work item for a credit officer, never retried. At the
+    ``intake`` stage (intake itself broke on the line) nothing was journaled."""
+
+    case_id: str | None
+    stage: str
+    error: str
+    line: int | None = None
+    source: str | None = None
+
+    def __str__(self) -> str:
+        where = [p for p in (self.source, f"line {self.line}" if self.line else None) if p]
+        if self.case_id is not None:
+            where.append(f"case {self.case_id}")
+        then = (
+            "not taken in, nothing journaled"
+            if self.stage == "intake"
+            else "a failed work item for a credit officer (credit queue)"
+        )
+        return f"{', '.join(where)}: the {self.stage} could not complete ({self.error}); {then}"
+
+
 @dataclass(slots=True)
 class RunSummary:
-    """What a run did, counted from the journal for the batch's cases."""
+    """What a run did, counted from the journal for the batch's cases.
+
+    ``failures`` is the batch's bad input, in line order: lines not read or not taken
+    in, and cases whose own content stopped their turn (named again on every run while
+    the case stands failed). ``failed_cases`` are the batch's cases that stand failed
+    for any other reason."""
 
     cases: int = 0
     taken_in: int = 0
     resumed: int = 0
     failures: list[InputError] = field(default_factory=list)
+    failed_cases: list[FailedCase] = field(default_factory=list)
     outcomes: Counter[tuple[str, str, str]] = field(default_factory=Counter)
     states: Counter[str] = field(default_factory=Counter)
     items: Counter[str] = field(default_factory=Counter)
@@ -179,6 +212,11 @@ class Pipeline:
             except InputError as err:
                 summary.failures.append(err.located(line=item.line, source=source))
                 continue
+            except Exception as err:  # a bug, never the end of the batch: named, no trace
+                error = f"{type(err).__name__}: {err}"
+                failed = FailedCase(_case_id_of(item.raw), "intake", error, item.line, source)
+                summary.failed_cases.append(failed)
+                continue
             if result.case_id in case_ids:
                 summary.failures.append(
                     InputError(
@@ -251,23 +289,41 @@ class Pipeline:
         lines_of, summary = self.take_in(lines, source)
         case_ids = list(lines_of)
         self.finish()  # what an interrupted run left half way is finished first
-        for err in self.underwrite(case_ids):
-            line = lines_of.get(err.case_id or "")
-            summary.failures.append(err.located(line=line, source=source))
+        stopped = self.underwrite(case_ids)
         self.finish()
         self.record_ethics(case_ids)
-        self.summarise(case_ids, summary)
+        self.summarise(case_ids, summary, lines=lines_of, source=source)
+        # A case that stands failed is named from its journal entry, the same words on
+        # every run; what is left is a turn whose decision stood despite its error.
+        named = {f.case_id for f in summary.failures}
+        for err in stopped:
+            if err.case_id not in named:
+                line = lines_of.get(err.case_id or "")
+                summary.failures.append(err.located(line=line, source=source))
+        summary.failures.sort(key=lambda f: f.line if f.line is not None else 0)
         summary.chain = self.store.verify()
         if self.checkpoints is not None and summary.chain.ok:
             # The batch is committed: sign the tree head, so every entry is covered.
             summary.checkpoint = self.store.checkpoint(self.checkpoints)
         return summary
 
-    def summarise(self, case_ids: Iterable[str], summary: RunSummary) -> RunSummary:
-        """Count the batch's cases by where they stand (:mod:`credit.lifecycle`)."""
+    def summarise(
+        self,
+        case_ids: Iterable[str],
+        summary: RunSummary,
+        *,
+        lines: Mapping[str, int] | None = None,
+        source: str | None = None,
+    ) -> RunSummary:
+        """Count the batch's cases by where they stand (:mod:`credit.lifecycle`), and
+        name each that stands failed (``lines``: each case's line in the batch)."""
+        lines = lines or {}
+        named = {f.case_id for f in summary.failures if f.case_id is not None}
         for case_id in case_ids:
             entries = self.store.entries(case_id)
             life = self.work.life(case_id)
+            if life.state == "failed" and life.failed is not None and case_id not in named:
+                _name_failure(summary, case_id, life.failed.payload, lines.get(case_id), source)
             summary.states[life.state] += 1
             if life.item is not None:
                 summary.items[life.item.kind] += 1
@@ -289,3 +345,35 @@ class Pipeline:
             summary.notices_blocked += life.state == "notice-blocked"
             summary.ethics_findings += sum(e.kind == ETHICS_FINDING for e in entries)
         return summary
+
+
+def _name_failure(
+    summary: RunSummary,
+    case_id: str,
+    payload: Mapping[str, Any],
+    line: int | None,
+    source: str | None,
+) -> None:
+    """A failed case named from its ``turn.failed`` entry: bad input when its own
+    content stopped it, a failed case otherwise."""
+    stage = str(payload.get("stage", "turn"))
+    if payload.get("input") is True:
+        message = str(payload.get("message") or payload.get("error") or "bad input")
+        field_name = payload.get("field")
+        summary.failures.append(
+            InputError(
+                message,
+                case_id=case_id,
+                field=field_name if isinstance(field_name, str) else None,
+                line=line,
+                source=source,
+            )
+        )
+    else:
+        error = str(payload.get("error") or "no reason recorded")
+        summary.failed_cases.append(FailedCase(case_id, stage, error, line, source))
+
+
+def _case_id_of(raw: Any) -> str | None:
+    value = raw.get("caseId") if isinstance(raw, Mapping) else None
+    return value if isinstance(value, str) else None

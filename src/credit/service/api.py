@@ -263,9 +263,11 @@ async def _raw_case(request: Request) -> Any:
         raise InputError("the body is empty: send the case as a JSON object", field="body")
     try:
         raw = read_document(body)
-    except InputError as err:
-        raise InputError(err.message, case_id=err.case_id, field=err.field or "body") from None
-    screen(raw, registry=request.app.state.service.registry)
+        screen(raw, registry=request.app.state.service.registry)
+    except InputError as err:  # a 422 always names a field: the body, when no other
+        if err.field is not None:
+            raise
+        raise InputError(err.message, case_id=err.case_id, field="body") from None
     return raw
 
 

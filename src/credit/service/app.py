@@ -224,11 +224,23 @@ def _http_error(request: Request, err: Exception) -> JSONResponse:
     assert isinstance(err, StarletteHTTPException)
     status = err.status_code
     message = str(err.detail) if err.detail else "error"
+    if status == 400 and message == _BODY_UNREADABLE:  # a body not JSON at all (not UTF-8)
+        why = f": {err.__cause__}" if err.__cause__ is not None else ""
+        return error_response(
+            422,
+            f"the body is not valid JSON{why}",
+            field="body",
+            case_id=request.path_params.get("case_id"),
+        )
     if status == 404 and message == "Not Found":
         message = f"no such path: {request.url.path}"
     if status == 405:
         message = f"{request.method} is not allowed on {request.url.path}"
     return error_response(status, message, headers=getattr(err, "headers", None))
+
+
+# FastAPI's words for a declared body it could not decode (bytes that are not UTF-8).
+_BODY_UNREADABLE: Final = "There was an error parsing the body"
 
 
 def _unexpected(request: Request, err: Exception) -> JSONResponse:

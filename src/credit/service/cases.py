@@ -11,7 +11,9 @@ actions, the notice step); this module adds the service's own rules:
   ``decide:<caseId>`` claim (:mod:`credit.service.claims`), then checks again: of any
   number of concurrent decides, across worker processes, one runs the turn and the
   Keystone review; every other gets :class:`~credit.errors.AlreadyDecidedError` (409)
-  and changes nothing.
+  and changes nothing. A case whose own content stopped its turn (a term the policy
+  does not offer) is a 422 naming the field on the first decide and on every one after,
+  which journal nothing.
 - **A person's action, once.** Every action (release, reject, an officer's decision, a
   withdrawal) is judged on the case's state and lands only if the case has not moved
   since (the journal's ``after``): a second, concurrent action is 409 naming the state.
@@ -258,6 +260,16 @@ class CaseService:
         life = self.work.life(case_id)
         if life.state == "received":
             return
+        failed = life.failed.payload if life.failed is not None else {}
+        if life.state == "failed" and failed.get("input") is True:
+            # The case's own content stopped its turn: the same 422 naming the field on
+            # every decide, and nothing journaled again.
+            field = failed.get("field")
+            raise InputError(
+                str(failed.get("message") or failed.get("error")),
+                case_id=case_id,
+                field=field if isinstance(field, str) else None,
+            )
         if life.state in ("refused", "failed"):
             raise AlreadyDecidedError(
                 f"this case's underwriter turn was {life.state}; it is not decided again "

@@ -246,30 +246,33 @@ class SparkRuntime:
 
     async def turn(self, case_id: str, underwriter: Underwriter) -> TurnResult:
         """Run one underwriter turn on a case taken in by intake."""
+        if self.store.get_case(case_id) is None:  # no case to journal a failure against
+            raise InputError("no case with this id has been taken in", case_id=case_id)
         turn = uuid.uuid4().hex
         governor = Governor(
             self.store, case_id, underwriter=underwriter.name, guard=self.guard, turn=turn
         )
         tools = CaseTools(self.store, case_id, governor, self.registry)
-        methodology = self.methodology_for(underwriter, tools.policy())
-        context_doc = self._context_document(case_id, tools, methodology)
-        context = TurnContext(case_id, str(context_doc["asOf"]), methodology, turn)
-        started = governor.check_context(context_doc).upheld
+        started = False
         audited = ""
-        if started:
-            try:
+        try:  # any failure of the turn, its context seam included, is journaled once
+            methodology = self.methodology_for(underwriter, tools.policy())
+            context_doc = self._context_document(case_id, tools, methodology)
+            context = TurnContext(case_id, str(context_doc["asOf"]), methodology, turn)
+            started = governor.check_context(context_doc).upheld
+            if started:
                 audited = await underwriter.run(tools, context)
-            except Exception as err:  # any failure of the turn is journaled, never lost
-                return self._failed(
-                    case_id,
-                    underwriter.name,
-                    turn,
-                    governor,
-                    tools,
-                    err,
-                    started=True,
-                    transcript=self._transcript_fields(underwriter, turn),
-                )
+        except Exception as err:
+            return self._failed(
+                case_id,
+                underwriter.name,
+                turn,
+                governor,
+                tools,
+                err,
+                started=started,
+                transcript=self._transcript_fields(underwriter, turn) if started else {},
+            )
         verdict = governor.verdict()
         refusal = build_refusal_surface(verdict)
         surface = refusal if refusal is not None else audited
@@ -312,6 +315,8 @@ class SparkRuntime:
                     "turn": turn,
                     "error": failure,
                     "errorType": "NoDecisionRecorded",
+                    "message": failure,
+                    "input": False,
                     "toolCalls": list(tools.calls),
                 },
             )
@@ -404,6 +409,10 @@ def failure_payload(stage: str, err: BaseException) -> dict[str, Any]:
         "stage": stage,
         "error": f"{type(err).__name__}: {message}",
         "errorType": type(err).__name__,
+        "message": str(message),
+        # The case's own content stopped it (a term the policy does not offer, a key
+        # factor code not in the catalogue): bad input, named on every run.
+        "input": isinstance(err, InputError),
     }
     if isinstance(err, CreditError):
         for name in ("field", "rule", "check", "boundary_id"):
