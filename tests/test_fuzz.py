@@ -247,7 +247,9 @@ def run_law(batch: Batch, folder: Path) -> RunOutcome:
     database = f"sqlite:///{folder / 'journal.db'}"
     outbox = folder / "outbox"
     args = ["run", str(batch.path), "--database", database, "--outbox", str(outbox)]
-    first = CliRunner().invoke(app, args)
+    # each journal its own checkpoints (hypothesis runs many in one test)
+    env = {"CREDIT_CHECKPOINTS": str(folder / "checkpoints")}
+    first = CliRunner().invoke(app, args, env=env)
     _no_traceback(first)
     named = named_lines(first.stderr_bytes, batch)
     assert not named.keys() & batch.good.keys(), "a good case was named as bad"
@@ -286,7 +288,7 @@ def run_law(batch: Batch, folder: Path) -> RunOutcome:
         sorted(counted),
     )
     sent = _outbox(outbox)
-    again = CliRunner().invoke(app, args)
+    again = CliRunner().invoke(app, args, env=env)
     _no_traceback(again)
     with open_store(database) as store:
         assert store.entries() == entries, "a re-run changed the journal"
