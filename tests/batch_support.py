@@ -12,9 +12,9 @@ from credit.policy import Policy, default_policy_path, load_policy
 
 # Policies unlike the reference in every way the columnar underwriter restates: a zero
 # APR (whose factor over 40 months is exactly 1/40, so payments land on half cents),
-# the other step order the methodology allows and another factor order, fewer reasons, odd margins, a percent quantum
-# of 0.01 with a cap finer than it, a fractional payment percentage, other steps; and
-# money rounded to whole dollars with whole percents.
+# the other step order the methodology allows and another factor order, fewer reasons,
+# odd margins, a percent quantum of 0.01 with a cap finer than it, a fractional payment
+# percentage, other steps; and money rounded to whole dollars with whole percents.
 VARIANTS: dict[str, dict[str, Any]] = {
     "zero-apr": {
         "pricing.auto.prime.apr": "0.00",

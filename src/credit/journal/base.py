@@ -18,9 +18,11 @@ that only the fair-lending review may read.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -365,6 +367,13 @@ class Store(Protocol):
         """The verify walk over the whole journal and its side rows."""
         ...
 
+    def group_commit(self, case_ids: Iterable[str] = ()) -> AbstractContextManager[None]:
+        """Everything written in the block lands in one transaction and one durable
+        commit; nothing of it is kept if the block raises (see
+        :meth:`credit.journal.sql.SqlStore.group_commit`). ``case_ids``: the cases the
+        block works on, read up front."""
+        ...
+
 
 def stale_case(case_id: str, expected: int, found: int) -> StaleCaseError:
     return StaleCaseError(
@@ -541,3 +550,9 @@ class InMemoryStore:
 
     def case_ids(self) -> list[str]:
         return list(self._cases)
+
+    @contextlib.contextmanager
+    def group_commit(self, case_ids: Iterable[str] = ()) -> Iterator[None]:
+        """In memory every write is at once and nothing outlives the store, so a group
+        is the block itself (what it wrote stays if it raises)."""
+        yield
