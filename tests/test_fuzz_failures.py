@@ -154,15 +154,18 @@ def test_an_underwriter_that_raises_is_one_failed_case_named_exit_1_and_never_re
     tmp_path: Path, batch_file: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[str] = []
-    real_run = RulesUnderwriter.run
+    real_drive = RulesUnderwriter.drive
 
-    async def run(self: RulesUnderwriter, tools: Any, context: Any) -> str:
-        calls.append(context.case_id)
-        if context.case_id == "BOOM":
+    async def drive(self: RulesUnderwriter, session: Any) -> str:
+        # Every turn of the rules underwriter goes through drive (run opens a session
+        # and drives it; a run's turns share the runtime's one session).
+        case_id = (await session.call("get_application")).data["caseId"]
+        calls.append(case_id)
+        if case_id == "BOOM":
             raise RuntimeError("the model endpoint answered 500")
-        return await real_run(self, tools, context)
+        return await real_drive(self, session)
 
-    monkeypatch.setattr(RulesUnderwriter, "run", run)
+    monkeypatch.setattr(RulesUnderwriter, "drive", drive)
     path = batch_file(auto_case(case_id="OK-1"), auto_case(case_id="BOOM"), card_case())
     database = f"sqlite:///{tmp_path / 'journal.db'}"
     args = ("run", str(path), "--database", database, "--outbox", str(tmp_path / "out"))

@@ -262,7 +262,8 @@ def test_a_run_killed_with_sigkill_and_started_again_finishes_the_batch(
     cases.write_text("\n".join(example_lines(n)) + "\n", encoding="utf-8")
     db = tmp_path / "journal.db"
     env = {**os.environ, "CREDIT_DATABASE_URL": f"sqlite:///{db}"}
-    args = [str(cases), "--outbox", str(tmp_path / "outbox")]
+    # Groups of 4: the kill lands after some groups are durable and before the last.
+    args = [str(cases), "--outbox", str(tmp_path / "outbox"), "--group-size", "4"]
     proc = _run_cli(args, env, tmp_path)
     deadline = time.monotonic() + 120
     while _count(db, query) < threshold:

@@ -305,3 +305,59 @@ def test_build_server_serves_a_prepared_server_in_process() -> None:
             return await session.tool_names()
 
     assert anyio.run(main) == list(TOOL_NAMES)
+
+
+# ------------------------------------------------------------------ one server, many turns
+
+
+def test_one_host_serves_each_case_in_its_turn_and_no_case_between_turns() -> None:
+    from credit.tools import ToolHost
+
+    store = taken_in(auto_case(case_id="C-FIRST"), card_case(case_id="C-SECOND"))
+    host = ToolHost()
+
+    async def main() -> list[Any]:
+        seen: list[Any] = []
+        async with open_session(host.server) as session:
+            seen.append(await session.call("get_application"))  # no case bound yet
+            with host.bound(tools_for(store, "C-FIRST")):
+                assert host.case_id == "C-FIRST"
+                seen.append(await session.call("get_application", {"caseId": "C-SECOND"}))
+            assert host.case_id is None
+            seen.append(await session.call("get_credit_report"))  # between turns
+            with host.bound(tools_for(store, "C-SECOND")):
+                seen.append(await session.call("get_application"))
+        return seen
+
+    before, first, between, second = anyio.run(main)
+    for refused in (before, between):
+        assert not refused.ok
+        assert "no case is open on this server" in refused.text
+    assert first.ok and first.data["caseId"] == "C-FIRST" and "C-SECOND" not in first.text
+    assert second.ok and second.data["caseId"] == "C-SECOND" and "C-FIRST" not in second.text
+
+
+def test_a_host_bound_to_one_case_cannot_be_bound_to_another_until_the_turn_ends() -> None:
+    from credit.tools import ToolHost
+
+    store = taken_in(auto_case(case_id="C-A"), auto_case(case_id="C-B"))
+    host = ToolHost()
+    with host.bound(tools_for(store, "C-A")):
+        refused = pytest.raises(
+            RuntimeError, match="serves case C-A; it cannot also serve case C-B"
+        )
+        with refused, host.bound(tools_for(store, "C-B")):
+            pass  # pragma: no cover - never reached
+        assert host.case_id == "C-A"  # the refused binding changed nothing
+    with host.bound(tools_for(store, "C-B")):
+        assert host.case_id == "C-B"
+
+
+def test_a_turn_that_raises_unbinds_its_case() -> None:
+    from credit.tools import ToolHost
+
+    store = taken_in(auto_case(case_id="C-A"))
+    host = ToolHost()
+    with pytest.raises(KeyError), host.bound(tools_for(store, "C-A")):
+        raise KeyError("the turn failed")
+    assert host.case_id is None

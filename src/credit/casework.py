@@ -132,14 +132,17 @@ class CaseWork:
                 lives[case_id] = self.finish(case_id, pool=pool)
         return lives
 
-    def finish(self, case_id: str, *, pool: ComparisonPool | None = None) -> CaseLife:
+    def finish(
+        self, case_id: str, *, pool: ComparisonPool | None = None, notify: bool = True
+    ) -> CaseLife:
         """Finish the system's work on one case: review an undecided gate, send a
-        released decision's notice. A step that fails is journaled once as
-        ``turn.failed`` (a person takes the case over)."""
+        released decision's notice (``notify`` false: stop before the notice, which a
+        batch sends once its release is durable). A step that fails is journaled once
+        as ``turn.failed`` (a person takes the case over)."""
         for _ in range(RETRIES * 2):
             life = self.life(case_id)
             work = life.system_work
-            if work is None:
+            if work is None or (work == "notice" and not notify):
                 return life
             try:
                 if work == "review":

@@ -271,6 +271,15 @@ def run(
     underwriter: UnderwriterOption = "rules",
     model: ModelOption = None,
     transcripts: TranscriptsOption = Path("transcripts"),
+    group_size: Annotated[
+        int | None,
+        typer.Option(
+            "--group-size",
+            min=1,
+            help="Cases per durable commit: an interruption loses at most the group under "
+            "way, which the next run does again (default: the pipeline's GROUP_SIZE).",
+        ),
+    ] = None,
 ) -> None:
     """The main job, governed: intake, the underwriter through the tools, the Keystone
     hold and both reviews, release, then notice, verify and send; every step journaled.
@@ -283,14 +292,14 @@ def run(
     from credit.journal import open_store
     from credit.journal.signer import checkpoints_dir, ensure_journal_key
     from credit.notices import DirectoryOutbox
-    from credit.pipeline import Pipeline, read_batch
+    from credit.pipeline import GROUP_SIZE, Pipeline, stream_batch
     from credit.policy import PolicyRegistry
 
     registry = PolicyRegistry([_policy(policy)]) if policy else PolicyRegistry.bundled()
     chosen = _underwriter(underwriter, model)
     path = file or default_cases_path()
     try:
-        lines = read_batch(path)
+        lines, total = stream_batch(path)
     except InputError as e:
         err.print(f"[red]error:[/red] {e}", highlight=False, markup=False)
         raise typer.Exit(EXIT_BAD_INPUT) from None
@@ -323,9 +332,10 @@ def run(
             underwriter=chosen,
             progress=tick,
             checkpoints=checkpoints_dir(),
+            group_size=GROUP_SIZE if group_size is None else group_size,
         )
         pipeline.runtime.transcripts = transcripts
-        summary = pipeline.run(lines, source=str(path))
+        summary = pipeline.run(lines, source=str(path), total=total)
     label = ", ".join(f"{p.label} (sha256 {p.sha256[:12]}...)" for p in registry.policies)
     out.print(f"policy {label}; cases from {path}; notices sent to {outbox}/")
     if chosen is not None:

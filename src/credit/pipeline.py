@@ -25,8 +25,9 @@ logic of its own: it sequences the core.
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Sized
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -38,6 +39,7 @@ from credit.cases import iter_documents
 from credit.casework import CaseWork
 from credit.clock import Clock
 from credit.errors import InputError
+from credit.governance.equipoise import ComparisonPool
 from credit.governance.keystone import Keystone
 from credit.governance.onramp import intake
 from credit.governance.safety import (
@@ -53,6 +55,7 @@ from credit.policy import PolicyRegistry
 from credit.underwriters.runtime import SparkRuntime, Underwriter
 
 __all__ = [
+    "GROUP_SIZE",
     "NOTICE_BLOCKED",
     "NOTICE_SENT",
     "NOTICE_VERIFIED",
@@ -61,6 +64,7 @@ __all__ = [
     "Pipeline",
     "RunSummary",
     "read_batch",
+    "stream_batch",
 ]
 
 NOTICE_VERIFIED: Final = kinds.NOTICE_VERIFIED
@@ -69,6 +73,11 @@ NOTICE_BLOCKED: Final = kinds.NOTICE_BLOCKED
 ETHICS_FINDING: Final = kinds.ETHICS_FINDING
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
+
+# Cases per group commit: each group is one transaction, the journal's write lock held
+# while it is worked (other writers wait), so a group is kept to a bounded amount of
+# work; a crash loses at most the group under way.
+GROUP_SIZE: Final = 250
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +95,26 @@ def read_batch(path: Path | str) -> list[BatchLine]:
     (not UTF-8, not strict JSON, too long or too deep) is a BatchLine with its error,
     and every other line is still read."""
     return [BatchLine(d.line, d.raw, d.error) for d in iter_documents(path)]
+
+
+def stream_batch(path: Path | str) -> tuple[Iterator[BatchLine], int]:
+    """The same lines as :func:`read_batch`, read as they are needed (a run holds one
+    group at a time, so its memory does not grow with the file), with the number of
+    lines for progress. A file that cannot be opened is an InputError naming it, now."""
+    path = Path(path)
+    total = 0
+    last = b"\n"
+    try:
+        with path.open("rb") as handle:
+            while chunk := handle.read(1 << 20):
+                total += chunk.count(b"\n")
+                last = chunk[-1:]
+    except OSError as err:
+        raise InputError(f"cannot read: {err.strerror}", source=str(path)) from None
+    lines = (BatchLine(d.line, d.raw, d.error) for d in iter_documents(path))
+    if last != b"\n":
+        total += 1  # the last line has no newline
+    return lines, total if path.suffix.lower() != ".json" else 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +198,7 @@ class Pipeline:
         clock: Clock | None = None,
         progress: Progress | None = None,
         checkpoints: Path | None = None,
+        group_size: int = GROUP_SIZE,
     ) -> None:
         from credit.underwriters.rules import RulesUnderwriter
 
@@ -188,6 +218,10 @@ class Pipeline:
             clock=clock,
         )
         self._progress = progress
+        if group_size < 1:
+            raise ValueError(f"group_size must be at least 1, not {group_size}")
+        self.group_size = group_size
+        self._total = self._underwritten = self._reviewed = self._ethics = 0
 
     def _tick(self, phase: str, done: int, total: int) -> None:
         if self._progress is not None:
@@ -195,15 +229,20 @@ class Pipeline:
 
     # ------------------------------------------------------------------ the stages
 
-    def take_in(
-        self, lines: Sequence[BatchLine], source: str | None
-    ) -> tuple[dict[str, int], RunSummary]:
+    def _take_in(
+        self,
+        lines: Sequence[BatchLine],
+        source: str | None,
+        summary: RunSummary,
+        seen: dict[str, int],
+    ) -> dict[str, int]:
         """Stage 1: intake. Bad cases are listed and skipped; nothing recorded changes.
-        Returns the batch's case ids, in order, with their line numbers."""
-        summary = RunSummary(cases=len(lines))
+        Returns these lines' case ids, in order, with their line numbers (``seen``: the
+        ids of the whole batch so far, so that a repeated id is refused)."""
         case_ids: dict[str, int] = {}
-        for done, item in enumerate(lines, start=1):
-            self._tick("intake", done, len(lines))
+        for item in lines:
+            summary.cases += 1
+            self._tick("intake", summary.cases, self._total)
             if item.error is not None:
                 summary.failures.append(item.error)
                 continue
@@ -217,7 +256,7 @@ class Pipeline:
                 failed = FailedCase(_case_id_of(item.raw), "intake", error, item.line, source)
                 summary.failed_cases.append(failed)
                 continue
-            if result.case_id in case_ids:
+            if result.case_id in seen:
                 summary.failures.append(
                     InputError(
                         "the same case id appears twice in the batch",
@@ -228,48 +267,60 @@ class Pipeline:
                     )
                 )
                 continue
-            case_ids[result.case_id] = item.line
+            seen[result.case_id] = case_ids[result.case_id] = item.line
             if result.taken_in:
                 summary.taken_in += 1
             else:
                 summary.resumed += 1
-        return case_ids, summary
+        return case_ids
 
-    def underwrite(self, case_ids: Sequence[str]) -> list[InputError]:
+    async def _underwrite(self, case_ids: Sequence[str]) -> list[InputError]:
         """Stage 2: one governed underwriter turn per case taken in and not yet decided.
 
         A turn that cannot complete is journaled once as a failed turn (a person takes
         the case over) and is never retried; one that failed on the case's own content
         (a term the policy does not offer, say) is bad input too: its error is returned
         so the caller can name it. The other cases go on."""
-        pending = [c for c in case_ids if self.work.life(c).state == "received"]
         errors: list[InputError] = []
-
-        async def turns() -> None:
-            for done, case_id in enumerate(pending, start=1):
-                self._tick("underwrite", done, len(pending))
+        for case_id in case_ids:
+            if self.work.life(case_id).state == "received":
                 result = await self.runtime.turn(case_id, self.underwriter)
                 if isinstance(result.error, InputError):
                     errors.append(result.error)
-
-        if pending:
-            anyio.run(turns)
+            self._underwritten += 1
+            self._tick("underwrite", self._underwritten, self._total)
         return errors
 
     def finish(self) -> dict[str, CaseLife]:
         """Stages 3 and 4 for every case in the journal: the Keystone review of each
         decision awaiting it, and the notice of each released decline or
         counteroffer (:meth:`credit.casework.CaseWork.finish_all`)."""
-        self._tick("review", 0, 1)
-        lives = self.work.finish_all()
-        self._tick("review", 1, 1)
-        return lives
+        return self.work.finish_all()
+
+    def _review(self, case_ids: Sequence[str], pool: ComparisonPool) -> list[str]:
+        """Stage 3 for these cases (:meth:`credit.casework.CaseWork.finish`, the notice
+        left for later); returns the cases whose released decision awaits its notice."""
+        awaiting: list[str] = []
+        for case_id in case_ids:
+            if self.work.finish(case_id, pool=pool, notify=False).system_work == "notice":
+                awaiting.append(case_id)
+            self._reviewed += 1
+            self._tick("review", self._reviewed, self._total)
+        return awaiting
+
+    def _notify(self, case_ids: Sequence[str], pool: ComparisonPool) -> None:
+        """Stage 4, after the group's release is durable: each notice rendered,
+        verified, sent and journaled in a commit of its own, so that a crash leaves at
+        most the notice under way to send again (the next run sends it)."""
+        for case_id in case_ids:
+            self.work.finish(case_id, pool=pool)
 
     def record_ethics(self, case_ids: Sequence[str]) -> None:
         """Stage 5: evaluate the ethics pack on each decided case once; recorded only."""
         today = self.work.today()
-        for done, case_id in enumerate(case_ids, start=1):
-            self._tick("ethics", done, len(case_ids))
+        for case_id in case_ids:
+            self._ethics += 1
+            self._tick("ethics", self._ethics, self._total)
             if self.store.decision_entry(case_id) is None:
                 continue
             if self.store.entries(case_id, kinds=[ETHICS_FINDING]):
@@ -285,21 +336,54 @@ class Pipeline:
 
     # ------------------------------------------------------------------ the job
 
-    def run(self, lines: Sequence[BatchLine], *, source: str | None = None) -> RunSummary:
-        lines_of, summary = self.take_in(lines, source)
-        case_ids = list(lines_of)
+    def run(
+        self,
+        lines: Iterable[BatchLine],
+        *,
+        source: str | None = None,
+        total: int | None = None,
+    ) -> RunSummary:
+        """The batch, a group of cases at a time (``group_size``, :data:`GROUP_SIZE`):
+        each group is taken in, underwritten and reviewed in one transaction with one
+        durable commit (``store.group_commit``), so a crash loses at most the group
+        under way, which the next run does again (nothing of it was recorded). Then
+        each released decline or counteroffer of the group gets its notice, one commit
+        each (a notice is sent only once its release is durable), and the group's ethics
+        findings are recorded in one more commit. ``lines`` may be any iterable (a file
+        read as it goes): the run holds one group at a time. ``total``: the number of
+        lines, for progress."""
+        if total is None:
+            total = len(lines) if isinstance(lines, Sized) else 0
+        self._total = total
+        self._underwritten = self._reviewed = self._ethics = 0
+        summary = RunSummary()
         self.finish()  # what an interrupted run left half way is finished first
-        stopped = self.underwrite(case_ids)
-        self.finish()
-        self.record_ethics(case_ids)
-        self.summarise(case_ids, summary, lines=lines_of, source=source)
-        # A case that stands failed is named from its journal entry, the same words on
-        # every run; what is left is a turn whose decision stood despite its error.
-        named = {f.case_id for f in summary.failures}
-        for err in stopped:
-            if err.case_id not in named:
-                line = lines_of.get(err.case_id or "")
-                summary.failures.append(err.located(line=line, source=source))
+        seen: dict[str, int] = {}
+        pool = self.keystone.equipoise.pool()
+
+        async def groups() -> None:
+            async with self.runtime.serving():
+                for group in _groups(lines, self.group_size):
+                    ids = [c for c in map(_case_id_of, (g.raw for g in group)) if c is not None]
+                    with self.store.group_commit(ids):
+                        lines_of = self._take_in(group, source, summary, seen)
+                        case_ids = list(lines_of)
+                        stopped = await self._underwrite(case_ids)
+                        awaiting = self._review(case_ids, pool)
+                    self._notify(awaiting, pool)
+                    with self.store.group_commit(case_ids):
+                        self.record_ethics(case_ids)
+                        self.summarise(case_ids, summary, lines=lines_of, source=source)
+                    # A case that stands failed is named from its journal entry, the same
+                    # words on every run; what is left is a turn whose decision stood
+                    # despite its error.
+                    named = {f.case_id for f in summary.failures}
+                    for err in stopped:
+                        if err.case_id not in named:
+                            line = lines_of.get(err.case_id or "")
+                            summary.failures.append(err.located(line=line, source=source))
+
+        anyio.run(groups)
         summary.failures.sort(key=lambda f: f.line if f.line is not None else 0)
         summary.chain = self.store.verify()
         if self.checkpoints is not None and summary.chain.ok:
@@ -372,6 +456,13 @@ def _name_failure(
     else:
         error = str(payload.get("error") or "no reason recorded")
         summary.failed_cases.append(FailedCase(case_id, stage, error, line, source))
+
+
+def _groups(lines: Iterable[BatchLine], size: int) -> Iterator[list[BatchLine]]:
+    """The lines, ``size`` at a time, read as they are needed."""
+    it = iter(lines)
+    while group := list(itertools.islice(it, size)):
+        yield group
 
 
 def _case_id_of(raw: Any) -> str | None:

@@ -31,7 +31,7 @@ the turn gave no evidence on (no decision was submitted) is reported with
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 from credit.canonical import dumps, loads
@@ -135,7 +135,22 @@ class Governor:
 
     # ------------------------------------------------------------ seam 1: context
 
-    def check_context(self, context: Mapping[str, Any]) -> BoundaryResult:
+    def _context_keys(self, name: str, part: Any, policy_sha256: str | None) -> list[Redaction]:
+        """The prohibited field names in one part of the context (the policy's reading
+        remembered by its SHA-256)."""
+        guard = self.guard
+        hit = guard.basis_of(name)
+        here = [Redaction(name, name, hit[0], hit[1])] if hit is not None else []
+        if name == "policy" and policy_sha256 is not None:
+            return here + guard.remembered(
+                ("context keys", policy_sha256),
+                lambda: guard.find_prohibited_keys(part, path=name, values=False),
+            )
+        return here + guard.find_prohibited_keys(part, path=name, values=False)
+
+    def check_context(
+        self, context: Mapping[str, Any], *, policy_sha256: str | None = None
+    ) -> BoundaryResult:
         """Check the structured context an underwriter is about to be given.
 
         Field names are checked at every depth (a hit violates the boundary: the
@@ -143,12 +158,28 @@ class Governor:
         report, policy) are read too: a value citing a basis is journaled as a value
         redaction (``layer: context``; the tools redact it again before the underwriter
         reads it, and Equipoise holds the case). The methodology text is not read: it
-        legitimately names the prohibited bases it keeps out.
+        legitimately names the prohibited bases it keeps out. ``policy_sha256``: the
+        SHA-256 of the policy document in the context, whose reading is remembered.
         """
-        found = self.guard.find_prohibited_keys(context, values=False)
-        for part in ("application", "creditReport", "policy"):
-            if part in context:
-                for hit in self.guard.find_prohibited_keys(context[part], path=part):
+        guard = self.guard
+        found = [
+            hit
+            for name, part in context.items()
+            for hit in self._context_keys(name, part, policy_sha256)
+        ]
+        for name in ("application", "creditReport", "policy"):
+            if name in context:
+                part = context[name]
+
+                def scan(part: Any = part, name: str = name) -> list[Redaction]:
+                    return guard.find_prohibited_keys(part, path=name)
+
+                hits = (
+                    guard.remembered(("context values", policy_sha256), scan)
+                    if name == "policy" and policy_sha256 is not None
+                    else scan()
+                )
+                for hit in hits:
                     if hit.match == "value":
                         self._journal_redaction("context", hit, "context")
         if found:
@@ -177,7 +208,9 @@ class Governor:
 
     # ------------------------------------------------------------ seam 2: tool results
 
-    def guard_result(self, tool: str, result: Any, *, layer: str = "tool") -> Any:
+    def guard_result(
+        self, tool: str, result: Any, *, layer: str = "tool", same_as: Hashable | None = None
+    ) -> Any:
         """Redact a tool result, journal each redaction, post-check it, and return it.
 
         ``layer`` says which layer redacted (``tool``: the seam itself; ``hook``: a
@@ -185,12 +218,24 @@ class Governor:
         JSON (an MCP text block) is parsed and guarded too. Raises
         :class:`~credit.errors.SafetyBoundaryError` (and withholds the result) when a
         prohibited field survives the redaction.
+
+        ``same_as``: a name for a result that is always the same data (the policy
+        document, by its SHA-256): the guard's reading of it is remembered, and each
+        call still journals every redaction and refuses on a post-check hit. The
+        cleaned result is then shared: callers never modify a result.
         """
-        cleaned, found = self._redact_embedded(result, "")
+
+        def read() -> tuple[Any, tuple[Redaction, ...], tuple[Redaction, ...]]:
+            cleaned, found = self._redact_embedded(result, "")
+            return cleaned, tuple(found), tuple(self._find_embedded(cleaned, ""))
+
+        if same_as is None:
+            cleaned, found, remaining = read()
+        else:
+            cleaned, found, remaining = self.guard.remembered(("result", same_as), read)
         for redaction in found:
             self.redactions.append((tool, redaction))
             self._journal_redaction(tool, redaction, layer)
-        remaining = self._find_embedded(cleaned, "")
         if remaining:
             paths = [r.path for r in remaining]
             self._reached.violations.append(f"{tool} result still carries {', '.join(paths)}")

@@ -32,9 +32,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, TypeVar, cast
 
 from credit.fairness_terms import (
     ProhibitedTerms,
@@ -59,6 +59,8 @@ REDACTED_VALUE = "[redacted: prohibited basis]"
 IDENTIFIER_FIELDS = frozenset({"caseId", "tradelineId", "code", "sha256"})
 _PLAIN = re.compile(r"^[0-9 .,$%:/+()-]*$")  # a figure, a date, a phone: no word to cite
 _CACHE_MAX = 65_536
+_MEMO_MAX = 64  # policy documents: a handful are ever in force
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +120,8 @@ class FairLendingGuard:
         self.include_proxies = include_proxies
         self.read_values = read_values
         self._hits: dict[str, tuple[tuple[str, Literal["basis", "proxy"]], ...]] = {}
+        self._key_hits: dict[str, tuple[str, Literal["basis", "proxy"]] | None] = {}
+        self._memo: dict[Hashable, object] = {}
         table: dict[str, tuple[str, Literal["basis", "proxy"]]] = {}
         for entry in self.terms.entries:
             if entry.kind == "proxy" and not include_proxies:
@@ -132,8 +136,30 @@ class FairLendingGuard:
         return frozenset(self._table)
 
     def basis_of(self, key: str) -> tuple[str, Literal["basis", "proxy"]] | None:
-        """The basis (or proxy) a field name carries, compared normalised; else None."""
-        return self._table.get(normalise_key(key))
+        """The basis (or proxy) a field name carries, compared normalised; else None
+        (remembered per name: the same few dozen field names recur in every case)."""
+        try:
+            return self._key_hits[key]
+        except KeyError:
+            pass
+        hit = self._table.get(normalise_key(key))
+        if len(self._key_hits) >= _CACHE_MAX:
+            self._key_hits.clear()
+        self._key_hits[key] = hit
+        return hit
+
+    def remembered(self, key: Hashable, compute: Callable[[], _T]) -> _T:
+        """``compute()``, remembered under ``key`` for this guard: for what the guard
+        finds in data that never changes (a policy document, named by its SHA-256)."""
+        try:
+            return cast("_T", self._memo[key])
+        except KeyError:
+            pass
+        value = compute()
+        if len(self._memo) >= _MEMO_MAX:
+            self._memo.clear()
+        self._memo[key] = value
+        return value
 
     def value_bases(self, text: str) -> tuple[tuple[str, Literal["basis", "proxy"]], ...]:
         """The bases (and proxies) a text value cites, in order (remembered: the same

@@ -41,6 +41,7 @@ __all__ = [
     "TOOL_NAMES",
     "CaseTools",
     "jsonable",
+    "policy_document",
 ]
 
 TOOL_NAMES: Final = ("get_application", "get_credit_report", "get_policy", "record_decision")
@@ -92,6 +93,19 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]
     return value
+
+
+_POLICY_DOCUMENTS: dict[str, dict[str, Any]] = {}
+
+
+def policy_document(policy: Policy) -> dict[str, Any]:
+    """The policy as ``get_policy`` serves it, JSON-safe (made once per policy, by its
+    SHA-256: a policy never changes). Shared: never modify it."""
+    document = _POLICY_DOCUMENTS.get(policy.sha256)
+    if document is None:
+        document = jsonable(policy.to_document())
+        _POLICY_DOCUMENTS[policy.sha256] = document
+    return document
 
 
 class CaseTools:
@@ -165,7 +179,13 @@ class CaseTools:
     def get_policy(self) -> dict[str, Any]:
         policy = self.policy()
         self._note_policy(policy)
-        return self._read("get_policy", policy.to_document())
+        self.calls.append("get_policy")
+        # The same policy is the same document: the guard's reading of it is
+        # remembered by its SHA-256 (each call still journals every redaction).
+        cleaned: dict[str, Any] = self.governor.guard_result(
+            "get_policy", policy_document(policy), same_as=("policy", policy.sha256)
+        )
+        return cleaned
 
     def _complete(self, decision: Decision, codes: Sequence[str] | None) -> CompletedDecision:
         """Complete a submitted decision from the catalogue and this case's file."""

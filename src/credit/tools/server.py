@@ -1,7 +1,8 @@
 """The four tools over MCP (the official ``mcp`` SDK, v2: ``MCPServer``).
 
-One server instance serves one case's :class:`~credit.tools.governed.CaseTools`: the
-tools take no case id. It is served in process (:func:`open_session`, an MCP client
+One server instance serves one case's :class:`~credit.tools.governed.CaseTools` at a
+time: the tools take no case id (:class:`ToolHost`: one server for a run's turns,
+bound to one case per turn). It is served in process (:func:`open_session`, an MCP client
 over an in-memory JSON-RPC transport: what the tests and the rules underwriter use)
 and over stdio (``credit mcp --case ID``, :mod:`credit.cli_mcp`). No domain logic
 lives here: each tool calls the governed function and turns a refusal into an MCP
@@ -10,8 +11,8 @@ tool error the model can read.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +25,14 @@ from credit.canonical import loads
 from credit.errors import CreditError
 from credit.tools.governed import TOOL_DESCRIPTIONS, CaseTools
 
-__all__ = ["SERVER_NAME", "ToolOutcome", "ToolSession", "build_server", "open_session"]
+__all__ = [
+    "SERVER_NAME",
+    "ToolHost",
+    "ToolOutcome",
+    "ToolSession",
+    "build_server",
+    "open_session",
+]
 
 SERVER_NAME = "credit"
 INSTRUCTIONS = (
@@ -34,18 +42,23 @@ INSTRUCTIONS = (
 )
 
 
-def _governed(tools: CaseTools, name: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+Dispatch = Callable[[str, dict[str, Any]], dict[str, Any]]
+
+
+def _governed(dispatch: Dispatch, name: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
     def run(arguments: dict[str, Any]) -> dict[str, Any]:
         try:
-            return tools.call(name, arguments)
+            return dispatch(name, arguments)
         except CreditError as err:
             raise ToolError(str(err)) from err
 
     return run
 
 
-def build_server(tools: CaseTools) -> MCPServer:
-    """An MCP server with exactly the four governed tools of one case."""
+def build_server(tools: CaseTools | Dispatch) -> MCPServer:
+    """An MCP server with exactly the four governed tools: of one case (``tools``), or
+    of whatever case a dispatcher serves (:class:`ToolHost`)."""
+    dispatch: Dispatch = tools.call if isinstance(tools, CaseTools) else tools
     # log_level WARNING: a refused call is an expected outcome, not news for stderr.
     server: MCPServer = MCPServer(
         SERVER_NAME, instructions=INSTRUCTIONS, version="1", log_level="WARNING"
@@ -54,10 +67,10 @@ def build_server(tools: CaseTools) -> MCPServer:
     commit = ToolAnnotations(
         read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
     )
-    get_application_call = _governed(tools, "get_application")
-    get_credit_report_call = _governed(tools, "get_credit_report")
-    get_policy_call = _governed(tools, "get_policy")
-    record_decision_call = _governed(tools, "record_decision")
+    get_application_call = _governed(dispatch, "get_application")
+    get_credit_report_call = _governed(dispatch, "get_credit_report")
+    get_policy_call = _governed(dispatch, "get_policy")
+    record_decision_call = _governed(dispatch, "record_decision")
 
     async def get_application() -> dict[str, Any]:
         return get_application_call({})
@@ -89,6 +102,46 @@ def build_server(tools: CaseTools) -> MCPServer:
             annotations=hints,
         )
     return server
+
+
+class ToolHost:
+    """One MCP server for many turns, serving one case's tools at a time.
+
+    Building a server (its tools' JSON schemas) and opening a session costs more than
+    the four calls of a turn, so a run builds one and :meth:`bound` binds it to one
+    case for the length of one turn: while bound, every call reaches that case's
+    :class:`~credit.tools.governed.CaseTools` and no other; unbound, every call is
+    refused. Binding a second case while one is bound is an error, never a switch.
+    """
+
+    def __init__(self) -> None:
+        self._tools: CaseTools | None = None
+        self.server = build_server(self._dispatch)
+
+    @property
+    def case_id(self) -> str | None:
+        """The case the server serves now (None between turns)."""
+        return None if self._tools is None else self._tools.case_id
+
+    def _dispatch(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        tools = self._tools
+        if tools is None:
+            raise ToolError("no case is open on this server: a call reaches a case in its turn")
+        return tools.call(name, arguments)
+
+    @contextmanager
+    def bound(self, tools: CaseTools) -> Iterator[None]:
+        """Serve ``tools`` (one case) until the block ends."""
+        if self._tools is not None:
+            raise RuntimeError(
+                f"the tool server serves case {self._tools.case_id}; it cannot also serve "
+                f"case {tools.case_id}"
+            )
+        self._tools = tools
+        try:
+            yield
+        finally:
+            self._tools = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,7 +36,8 @@ it after the turn ends.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Protocol, runtime_checkable
@@ -51,7 +52,8 @@ from credit.governance.guard import FairLendingGuard, Redaction
 from credit.governance.refusal import SafetyVerdict, build_refusal_surface
 from credit.journal.base import Entry, Store
 from credit.policy import Policy, PolicyRegistry
-from credit.tools.governed import TOOL_NAMES, CaseTools
+from credit.tools.governed import TOOL_NAMES, CaseTools, policy_document
+from credit.tools.server import ToolHost, ToolSession, open_session
 from credit.underwriters.transcripts import transcripts_folder, write_transcript
 
 __all__ = [
@@ -59,6 +61,7 @@ __all__ = [
     "SPARK_METHODOLOGY",
     "TURN_FAILED",
     "UNDERWRITER_TURN",
+    "DrivesSession",
     "SparkRuntime",
     "Transcribed",
     "TurnContext",
@@ -128,6 +131,15 @@ class Underwriter(Protocol):
     def name(self) -> str: ...
 
     async def run(self, tools: CaseTools, context: TurnContext) -> str: ...
+
+
+@runtime_checkable
+class DrivesSession(Protocol):
+    """An underwriter that can take its turn on an MCP session it is handed (the rules
+    underwriter): the runtime's one server, bound to the turn's case
+    (:meth:`SparkRuntime.serving`)."""
+
+    async def drive(self, session: ToolSession) -> str: ...
 
 
 @runtime_checkable
@@ -205,6 +217,32 @@ class SparkRuntime:
         self.methodology = methodology
         self.transcripts = transcripts
         self.last_refusal_was_typed = False
+        self._served: tuple[ToolHost, ToolSession] | None = None
+
+    @asynccontextmanager
+    async def serving(self) -> AsyncIterator[None]:
+        """Turns run inside share one MCP server and one client session (an
+        underwriter that can drive a session it is handed, :class:`DrivesSession`):
+        the server is bound to each turn's case for that turn only
+        (:class:`~credit.tools.server.ToolHost`). Outside, each turn opens its own."""
+        if self._served is not None:
+            yield
+            return
+        host = ToolHost()
+        async with open_session(host.server) as session:
+            self._served = (host, session)
+            try:
+                yield
+            finally:
+                self._served = None
+
+    async def _run(self, underwriter: Underwriter, tools: CaseTools, context: TurnContext) -> str:
+        served = self._served
+        if served is not None and isinstance(underwriter, DrivesSession):
+            host, session = served
+            with host.bound(tools):
+                return await underwriter.drive(session)
+        return await underwriter.run(tools, context)
 
     def methodology_for(self, underwriter: Underwriter, policy: Policy) -> str:
         """The system prompt of a turn under ``policy``."""
@@ -241,7 +279,7 @@ class SparkRuntime:
             "asOf": document["asOf"],
             "application": document["application"],
             "creditReport": document["creditReport"],
-            "policy": tools.policy().to_document(),
+            "policy": policy_document(tools.policy()),
         }
 
     async def turn(self, case_id: str, underwriter: Underwriter) -> TurnResult:
@@ -259,9 +297,11 @@ class SparkRuntime:
             methodology = self.methodology_for(underwriter, tools.policy())
             context_doc = self._context_document(case_id, tools, methodology)
             context = TurnContext(case_id, str(context_doc["asOf"]), methodology, turn)
-            started = governor.check_context(context_doc).upheld
+            started = governor.check_context(
+                context_doc, policy_sha256=str(context_doc["policy"]["sha256"])
+            ).upheld
             if started:
-                audited = await underwriter.run(tools, context)
+                audited = await self._run(underwriter, tools, context)
         except Exception as err:
             return self._failed(
                 case_id,
