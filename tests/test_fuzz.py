@@ -565,14 +565,14 @@ def test_the_run_law_catches_a_bad_line_that_reaches_the_journal(
 ) -> None:
     from credit.pipeline import Pipeline
 
-    real = Pipeline.take_in
+    real = Pipeline._take_in
 
-    def leaks(self: Pipeline, lines: Any, source: Any) -> Any:
+    def leaks(self: Pipeline, lines: Any, source: Any, *more: Any) -> Any:
         # A refused line that leaves a trace: a case the journal says was withdrawn.
         self.store.append("LEAKED", "case.withdrawn", {"planted": True})
-        return real(self, lines, source)
+        return real(self, lines, source, *more)
 
-    monkeypatch.setattr(Pipeline, "take_in", leaks)
+    monkeypatch.setattr(Pipeline, "_take_in", leaks)
     with pytest.raises(AssertionError, match="a named line adds nothing"):
         run_law(write_batch(tmp_path, _planted_rows()), tmp_path)
 

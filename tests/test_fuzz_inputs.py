@@ -179,7 +179,9 @@ def huge_number(draw: st.DrawFn, doc: dict[str, Any]) -> str:
 
 def tiny_number(draw: st.DrawFn, doc: dict[str, Any]) -> str:
     path = draw(st.sampled_from(_paths(doc)))
-    _set(doc, path, draw(st.sampled_from(TINY)))
+    current = _at(doc, path)
+    # Never the value already there (an inquiry count of 0 set to 0 changes nothing).
+    _set(doc, path, draw(st.sampled_from([v for v in TINY if v != current])))
     return "tiny number"
 
 
