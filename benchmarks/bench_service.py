@@ -5,8 +5,10 @@ SQLite journal; then again on a fresh PostgreSQL schema when
 ``CREDIT_TEST_DATABASE_URL`` is set), and drives it with 32 concurrent clients
 (httpx.AsyncClient) through 2,000 seeded cases (``credit.examples``): each case is
 taken in, decided, read back, and, for a released decline or counteroffer, its notice
-is read (verified on demand) and sent. Prints the throughput and p50/p99 latency per
-endpoint, then checks the journal: every case taken in and decided exactly once
+is read (verified on demand) and sent; then 50 more cases with one client. Prints the
+throughput and p50/p99 latency per endpoint, and the line ``service decide:`` (decide's
+p99 at 32 clients and with one, against the status read's p99 in the same run), then
+checks the journal: every case taken in and decided exactly once
 (``intake.accepted`` and ``decision.recorded`` once each), every notice sent once, the
 chain verifies. Exits non-zero (AssertionError) if any of that fails. Bounded: a fixed
 number of cases, a timeout on every request, and the server stopped at the end.
@@ -41,6 +43,7 @@ from credit.service.tables import ServiceDb
 
 CASES = int(os.environ.get("BENCH_SERVICE_CASES", "2000"))
 CLIENTS = 32
+SINGLE_CASES = 50  # then decided one at a time: the latency without queueing
 WORKERS = 2
 SEED = 5150
 REQUEST_TIMEOUT_S = 120.0
@@ -111,7 +114,9 @@ async def one_case(
         assert sent.status_code == 200, sent.text
 
 
-async def drive(base: str, cases: list[dict[str, Any]], keys: dict[str, str]) -> Recorder:
+async def drive(
+    base: str, cases: list[dict[str, Any]], keys: dict[str, str], clients: int = CLIENTS
+) -> Recorder:
     rec = Recorder()
     queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
     for case in cases:
@@ -127,7 +132,7 @@ async def drive(base: str, cases: list[dict[str, Any]], keys: dict[str, str]) ->
                     return
                 await one_case(case, client, keys, rec)
 
-        await asyncio.gather(*(worker() for _ in range(CLIENTS)))
+        await asyncio.gather(*(worker() for _ in range(clients)))
     return rec
 
 
@@ -204,16 +209,28 @@ def run(label: str, url: str, schema: str | None, tmp: Path, cases: list[dict[st
     keys = keys_for(url, schema)
     folder = tmp / label
     folder.mkdir()
+    many, alone = cases[:-SINGLE_CASES], cases[-SINGLE_CASES:]
     with served(url, schema, folder, workers=WORKERS) as base:
         start = time.perf_counter()
-        rec = asyncio.run(drive(base, cases, keys))
+        rec = asyncio.run(drive(base, many, keys))
         wall = time.perf_counter() - start
-    report(label, rec, wall, len(cases))
+        single = asyncio.run(drive(base, alone, keys, clients=1))
+    report(label, rec, wall, len(many))
     check_journal(label, url, schema, cases)
+    decide = percentile(rec.latency["POST /decide"], 99) * 1000
+    status = percentile(rec.latency["GET /cases/{id}"], 99) * 1000
+    decide_one = percentile(single.latency["POST /decide"], 99) * 1000
+    status_one = percentile(single.latency["GET /cases/{id}"], 99) * 1000
+    print(
+        f"service decide: {label} p99 {decide:,.0f} ms at {CLIENTS} clients (goal 100 ms), "
+        f"{decide_one:,.0f} ms with one client over {SINGLE_CASES} cases (goal 20 ms); "
+        f"baseline the status read in the same run, p99 {status:,.0f} ms / {status_one:,.0f} "
+        f"ms (goal 10 ms); ratio {decide / status:.1f}x / {decide_one / status_one:.1f}x"
+    )
 
 
 def main() -> None:
-    cases = generate_cases(SEED, CASES)
+    cases = generate_cases(SEED, CASES + SINGLE_CASES)
     with tempfile.TemporaryDirectory(prefix="credit-bench-") as folder:
         tmp = Path(folder)
         run("sqlite", f"sqlite:///{tmp / 'bench.db'}", None, tmp, cases)

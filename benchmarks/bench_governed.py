@@ -1,0 +1,188 @@
+"""The governed main job (``credit run``'s pipeline): cases per second, and its memory.
+
+``governed run:`` the pipeline in process over ``BENCH_GOVERNED_CASES`` generated cases
+(default 1,000) on a fresh SQLite journal, then on a fresh PostgreSQL schema when
+``CREDIT_TEST_DATABASE_URL`` is set: intake, the rules underwriter's real MCP turn, the
+Keystone gate with both reviews, notices rendered, verified and sent, ethics, every
+step journaled. The baseline measured in the same run is the bare underwriter
+(:func:`credit.underwriting.decide_case`) over the same cases: the ratio says how much
+the governance costs. Nothing governed may be skipped: after each run the journal is
+checked complete (every case taken in and decided exactly once, every released
+decline or counteroffer's notice sent once and its file in the outbox) and its chain
+verified; an AssertionError otherwise.
+
+``governed memory:`` ``credit run`` in a subprocess over a small and a four times
+larger generated batch (``BENCH_MEMORY_CASES``, default 1,000 and 4,000), the peak
+resident set of each (the child's ru_maxrss): the run streams its batch a group at a
+time, so the peak should not grow with the batch. The baseline is the peak of
+``credit --help`` (the interpreter and the CLI's imports).
+
+Goals (issue 14): 1,000 cases/s and within 20x of the bare underwriter; bounded memory
+over 100,000 cases. The figures are printed as measured, goal met or not.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import create_engine, text
+
+from credit.examples import generate_cases
+from credit.journal import open_store
+from credit.journal.keys import keygen
+from credit.models import parse_case
+from credit.notices import DirectoryOutbox
+from credit.pipeline import BatchLine, Pipeline
+from credit.policy import default_policy
+from credit.underwriting import decide_case
+
+SEED = 1414
+CASES = int(os.environ.get("BENCH_GOVERNED_CASES", "1000"))
+MEMORY_CASES = int(os.environ.get("BENCH_MEMORY_CASES", "1000"))
+CREDIT = Path(sys.executable).with_name("credit")
+NOTICE_DECISIONS = ("decline", "counteroffer")
+
+
+def bare_rate(documents: list[dict[str, Any]]) -> float:
+    cases = [parse_case(d) for d in documents]
+    policy = default_policy()
+    for case in cases[:50]:
+        decide_case(case, policy)  # warm the caches
+    start = time.perf_counter()
+    for case in cases:
+        decide_case(case, policy)
+    return len(cases) / (time.perf_counter() - start)
+
+
+def check_complete(label: str, store: Any, outbox: Path, ids: set[str]) -> int:
+    entries = store.entries()
+    per_kind: dict[str, Counter[str]] = {}
+    decisions: dict[str, str] = {}
+    for entry in entries:
+        if entry.case_id is not None:
+            per_kind.setdefault(entry.kind, Counter())[entry.case_id] += 1
+            if entry.kind == "decision.recorded":
+                decisions[entry.case_id] = entry.payload["decision"]["decision"]
+    for kind in ("intake.accepted", "decision.recorded", "underwriter.turn"):
+        counts = per_kind.get(kind, Counter())
+        assert set(counts) == ids, f"{label}: {len(ids - set(counts))} case(s) lack {kind}"
+        assert set(counts.values()) == {1}, f"{label}: a case has {kind} more than once"
+    released = set(per_kind.get("keystone.released", Counter()))
+    sent = per_kind.get("notice.sent", Counter())
+    owed = {c for c in released if decisions.get(c) in NOTICE_DECISIONS}
+    assert set(sent) == owed, f"{label}: {len(owed ^ set(sent))} notice(s) owed or extra"
+    assert set(sent.values()) <= {1}, f"{label}: a notice was sent twice"
+    files = {p.name.removesuffix(".notice.json") for p in outbox.glob("*.notice.json")}
+    assert files == set(sent), f"{label}: the outbox does not hold exactly the sent notices"
+    chain = store.verify()
+    assert chain.ok, f"{label}: the chain is broken at {chain.first_broken_seq}: {chain.detail}"
+    return len(entries)
+
+
+def governed(
+    label: str, url: str, schema: str | None, tmp: Path, documents: list[dict[str, Any]]
+) -> float:
+    lines = [BatchLine(i, d) for i, d in enumerate(documents, start=1)]
+    outbox = tmp / f"outbox-{label}"
+    with open_store(url, schema=schema) as store:
+        pipeline = Pipeline(store, DirectoryOutbox(outbox))
+        start = time.perf_counter()
+        cpu = time.process_time()
+        summary = pipeline.run(lines)
+        wall = time.perf_counter() - start
+        cpu = time.process_time() - cpu
+        assert summary.decided == len(documents) and not summary.failures
+        entries = check_complete(label, store, outbox, {d["caseId"] for d in documents})
+    print(
+        f"  {label}: {len(documents):,} cases in {wall:.1f} s wall, {cpu:.1f} s CPU in this "
+        f"process ({cpu / len(documents) * 1000:.1f} ms CPU/case); journal complete, "
+        f"{entries:,} entries, chain verified; {summary.notices_sent} notices sent"
+    )
+    return len(documents) / wall
+
+
+def peak_of(args: list[str], env: dict[str, str], cwd: Path) -> int:
+    """The peak resident set (KiB) of ``credit ARGS`` in a fresh child process."""
+    code = (
+        "import resource, subprocess, sys; "
+        "done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, "
+        "stderr=subprocess.DEVNULL); "
+        "print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(CREDIT), *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    return int(out[1])
+
+
+def memory(tmp: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CREDIT_")}
+    env["CREDIT_CHECKPOINTS"] = str(tmp / "checkpoints")
+    baseline = peak_of(["--help"], env, tmp)
+    peaks = []
+    for n in (MEMORY_CASES, 4 * MEMORY_CASES):
+        batch = tmp / f"memory-{n}.jsonl"
+        with batch.open("w", encoding="utf-8") as out:
+            for document in generate_cases(SEED + 1, n):
+                out.write(json.dumps(document) + "\n")
+        db = tmp / f"memory-{n}.db"
+        args = ["run", str(batch), "--database", f"sqlite:///{db}", "--outbox", str(tmp / "mo")]
+        start = time.perf_counter()
+        peaks.append((n, peak_of(args, env, tmp), time.perf_counter() - start))
+        with open_store(f"sqlite:///{db}", create=False) as store:
+            assert len(store.case_ids()) == n and store.verify().ok
+    (small, small_peak, _), (large, large_peak, large_wall) = peaks
+    print(
+        f"governed memory: credit run peak {small_peak / 1024:.0f} MiB over {small:,} cases, "
+        f"{large_peak / 1024:.0f} MiB over {large:,} ({large_wall:.0f} s); baseline credit "
+        f"--help {baseline / 1024:.0f} MiB; ratio {large_peak / small_peak:.2f}x the peak for "
+        f"{large // small}x the cases ({(large_peak - baseline) / 1024:.0f} MiB over the "
+        "baseline)"
+    )
+
+
+def main() -> None:
+    documents = generate_cases(SEED, CASES)
+    bare = bare_rate(documents)
+    with tempfile.TemporaryDirectory(prefix="credit-bench-governed-") as folder:
+        tmp = Path(folder)
+        keygen(tmp / "journal.key", "credit.bench/journal")
+        os.environ["CREDIT_SIGNING_KEY"] = str(tmp / "journal.key")
+        print(f"governed pipeline over {CASES:,} generated cases (seed {SEED}):")
+        rates = {"SQLite": governed("sqlite", f"sqlite:///{tmp / 'run.db'}", None, tmp, documents)}
+        pg = os.environ.get("CREDIT_TEST_DATABASE_URL")
+        if pg:
+            schema = f"credit_bench_{uuid.uuid4().hex[:12]}"
+            try:
+                rates["PostgreSQL"] = governed("postgresql", pg, schema, tmp, documents)
+            finally:
+                engine = create_engine(pg.replace("postgresql://", "postgresql+psycopg://", 1))
+                with engine.begin() as conn:
+                    conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+                engine.dispose()
+        figures = "; ".join(f"{rate:,.0f} cases/s on {name}" for name, rate in rates.items())
+        slowest = min(rates.values())
+        print(
+            f"governed run: {figures} (goal 1,000/s); baseline the bare underwriter "
+            f"{bare:,.0f} cases/s on the same cases; ratio {bare / slowest:,.0f}x slower "
+            "(goal within 20x)"
+        )
+        memory(tmp)
+
+
+if __name__ == "__main__":
+    main()
