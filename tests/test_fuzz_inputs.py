@@ -166,7 +166,10 @@ Change = Callable[[st.DrawFn, dict[str, Any]], str]
 
 def wrong_type(draw: st.DrawFn, doc: dict[str, Any]) -> str:
     path = draw(st.sampled_from(_paths(doc)))
-    _set(doc, path, draw(json_scalars | st.just([]) | st.just({})))
+    current = _at(doc, path)
+    # Never the value already there (an empty list of derogatories set to []).
+    replacement = (json_scalars | st.just([]) | st.just({})).filter(lambda v: v != current)
+    _set(doc, path, draw(replacement))
     return "wrong type"
 
 

@@ -10,14 +10,19 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import re
+import secrets
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
-from typing import Any
+from typing import Any, Final
 
-__all__ = ["canonical_bytes", "dumps", "loads", "sha256_hex"]
+__all__ = ["canonical_bytes", "dumps", "loads", "reference_dumps", "sha256_hex"]
 
 
 def _encode(obj: Any, sort_keys: bool, out: list[str]) -> None:
+    """The reference encoder, value by value: :func:`dumps` is checked against it (a
+    deliberate second implementation, ``tests/test_canonical.py``) and falls back to it
+    in the one case its fast path cannot decide."""
     if obj is None:
         out.append("null")
     elif obj is True:
@@ -25,9 +30,7 @@ def _encode(obj: Any, sort_keys: bool, out: list[str]) -> None:
     elif obj is False:
         out.append("false")
     elif isinstance(obj, Decimal):
-        if not obj.is_finite():
-            raise ValueError(f"cannot encode non-finite decimal {obj!r}")
-        out.append(format(obj, "f"))
+        out.append(_decimal_text(obj))
     elif isinstance(obj, int):
         out.append(str(obj))
     elif isinstance(obj, float):
@@ -59,11 +62,72 @@ def _encode(obj: Any, sort_keys: bool, out: list[str]) -> None:
         raise TypeError(f"cannot encode {type(obj).__name__} as canonical JSON")
 
 
-def dumps(obj: Any, *, sort_keys: bool = False) -> str:
-    """Compact JSON text; Decimals keep their exact digits."""
+def _decimal_text(value: Decimal) -> str:
+    if not value.is_finite():
+        raise ValueError(f"cannot encode non-finite decimal {value!r}")
+    return format(value, "f")
+
+
+def reference_dumps(obj: Any, *, sort_keys: bool = False) -> str:
+    """:func:`dumps` by the reference encoder (slower; the same text)."""
     out: list[str] = []
     _encode(obj, sort_keys, out)
     return "".join(out)
+
+
+# The fast path: the standard library's C encoder, each Decimal first written as a
+# placeholder string that names this process's random nonce and the Decimal's index,
+# then each placeholder (as the encoder writes it, quotes and escaped NULs) replaced by
+# the Decimal's exact digits. A string in the data that spells a placeholder would be
+# counted as one too: then the counts differ and the reference encoder writes the text.
+_NONCE: Final = secrets.token_hex(16)
+_PLACEHOLDER: Final = re.compile(r'"\\u0000' + _NONCE + r':(\d+)\\u0000"')
+
+
+def _fast(obj: Any, sort_keys: bool) -> str | None:
+    decimals: list[str] = []
+
+    def default(value: Any) -> Any:
+        if isinstance(value, Decimal):
+            decimals.append(_decimal_text(value))
+            return f"\x00{_NONCE}:{len(decimals) - 1}\x00"
+        if isinstance(value, dt.date):
+            return value.isoformat()
+        if isinstance(value, Mapping):
+            if not all(isinstance(key, str) for key in value):
+                raise TypeError(f"object keys must be strings, got {value!r}")
+            return dict(value)
+        if isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
+            return list(value)
+        raise TypeError(f"cannot encode {type(value).__name__} as canonical JSON")
+
+    text = json.JSONEncoder(
+        ensure_ascii=False,
+        separators=(",", ":"),
+        sort_keys=sort_keys,
+        allow_nan=False,
+        default=default,
+    ).encode(obj)
+    if not decimals:
+        return text if _NONCE not in text else None
+    found = 0
+
+    def digits(match: re.Match[str]) -> str:
+        nonlocal found
+        found += 1
+        return decimals[int(match.group(1))]
+
+    text = _PLACEHOLDER.sub(digits, text)
+    return text if found == len(decimals) and _NONCE not in text else None
+
+
+def dumps(obj: Any, *, sort_keys: bool = False) -> str:
+    """Compact JSON text; Decimals keep their exact digits; a value JSON cannot carry
+    is a TypeError and a non-finite number a ValueError. Object keys are strings (a
+    key that is a number, a boolean or null is written as its JSON text in quotes, as
+    the json module does; the reference encoder refuses it)."""
+    text = _fast(obj, sort_keys)
+    return text if text is not None else reference_dumps(obj, sort_keys=sort_keys)
 
 
 def canonical_bytes(obj: Any) -> bytes:

@@ -310,10 +310,12 @@ class Pipeline:
 
     def _notify(self, case_ids: Sequence[str], pool: ComparisonPool) -> None:
         """Stage 4, after the group's release is durable: each notice rendered,
-        verified, sent and journaled in a commit of its own, so that a crash leaves at
-        most the notice under way to send again (the next run sends it)."""
+        verified, sent and journaled (its verification and its sending) in a commit of
+        its own, so that a crash leaves at most the notice under way to send again
+        (the next run renders, verifies and sends it)."""
         for case_id in case_ids:
-            self.work.finish(case_id, pool=pool)
+            with self.store.group_commit([case_id]):
+                self.work.finish(case_id, pool=pool)
 
     def record_ethics(self, case_ids: Sequence[str]) -> None:
         """Stage 5: evaluate the ethics pack on each decided case once; recorded only."""

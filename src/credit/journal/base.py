@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -154,11 +155,17 @@ def framed(
     (with its hash), around a payload already in canonical JSON: exactly
     ``canonical_bytes(entry.body())`` / ``canonical_bytes(entry.to_wire())``, with the
     payload, the large part, serialised once (or never, when read back as stored)."""
-    hashed = "" if own_hash is None else f'"hash":{dumps(own_hash)},'
+    hashed = "" if own_hash is None else f'"hash":{_quoted(own_hash)},'
+    case = "null" if case_id is None else _quoted(case_id)
     return (
-        f'{{"caseId":{dumps(case_id)},{hashed}"kind":{dumps(kind)},"payload":{payload_text},'
-        f'"prevHash":{dumps(prev_hash)},"recordedAt":{dumps(recorded_at)},"seq":{dumps(seq)}}}'
+        f'{{"caseId":{case},{hashed}"kind":{_quoted(kind)},"payload":{payload_text},'
+        f'"prevHash":{_quoted(prev_hash)},"recordedAt":{_quoted(recorded_at)},"seq":{int(seq)}}}'
     ).encode()
+
+
+# A JSON string as canonical dumps writes it (ensure_ascii off): the json module's own
+# string encoder, without the encoder object around it (framing runs for every entry).
+_quoted: Final[Callable[[str], str]] = json.encoder.encode_basestring
 
 
 def entry_hash(prev_hash: str, body: Mapping[str, Any]) -> str:

@@ -1,0 +1,100 @@
+"""Canonical JSON: the fast encoder writes exactly the reference encoder's text.
+
+The fast path runs the standard library's C encoder with each Decimal as a placeholder
+and puts the exact digits back; the reference encoder walks the value itself (a
+deliberate second implementation, kept only to check the first and to write what the
+fast path cannot). Over all JSON-shaped values with Decimals, dates, tuples and strings
+of any characters (NULs and the nonce itself included), both give the same text."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from credit import canonical
+from credit.canonical import canonical_bytes, dumps, loads, reference_dumps
+
+decimals = st.decimals(allow_nan=False, allow_infinity=False)
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text()
+    | decimals
+    | st.dates()
+)
+values = st.recursive(
+    scalars,
+    lambda inner: (
+        st.lists(inner, max_size=5)
+        | st.lists(inner, max_size=3).map(tuple)
+        | st.dictionaries(st.text(max_size=8), inner, max_size=5)
+    ),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=600)
+@given(values, st.booleans())
+def test_the_fast_encoder_writes_exactly_what_the_reference_writes(
+    value: Any, sort_keys: bool
+) -> None:
+    assert dumps(value, sort_keys=sort_keys) == reference_dumps(value, sort_keys=sort_keys)
+
+
+@given(st.dictionaries(st.text(max_size=8), decimals, max_size=6))
+def test_a_decimal_reads_back_with_the_digits_it_was_written_with(value: Any) -> None:
+    again = loads(dumps(value))
+    for key, number in value.items():
+        assert format(Decimal(str(again[key])), "f") == format(number, "f")
+
+
+def test_money_keeps_its_trailing_zeros_and_never_takes_an_exponent() -> None:
+    assert dumps({"amount": Decimal("28000.00"), "tiny": Decimal("0E-7")}) == (
+        '{"amount":28000.00,"tiny":0.0000000}'
+    )
+    assert canonical_bytes({"b": Decimal("1.5"), "a": 1}) == b'{"a":1,"b":1.5}'
+
+
+def test_a_string_that_spells_a_placeholder_is_written_as_the_string_it_is() -> None:
+    nonce = canonical._NONCE
+    forged = f"\x00{nonce}:0\x00"
+    for value in (
+        [forged, Decimal("1.25")],  # a placeholder's twin beside a real Decimal
+        {forged: Decimal("7")},  # as a key
+        [forged],  # with no Decimal at all
+        [f"x{forged}", Decimal("2")],
+    ):
+        assert dumps(value) == reference_dumps(value)
+        assert loads(dumps(value)) == loads(reference_dumps(value))
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [
+        (Decimal("NaN"), ValueError),
+        ([Decimal("Infinity")], ValueError),
+        (float("nan"), ValueError),
+        ({"a": b"bytes"}, TypeError),
+        ({"a": object()}, TypeError),
+        ({"a": {1j: 1}}, TypeError),
+    ],
+)
+def test_what_json_cannot_carry_is_refused(value: Any, error: type[Exception]) -> None:
+    with pytest.raises(error):
+        dumps(value)
+    with pytest.raises(error):
+        reference_dumps(value)
+
+
+def test_dates_are_iso_strings_on_both_paths() -> None:
+    when = {"asOf": dt.date(2026, 11, 30), "at": dt.datetime(2026, 12, 1, 9, 30)}
+    assert (
+        dumps(when) == reference_dumps(when) == ('{"asOf":"2026-11-30","at":"2026-12-01T09:30:00"}')
+    )
