@@ -44,10 +44,11 @@ proxy methods (BISG) for applicants who did not provide monitoring information.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -72,7 +73,24 @@ from credit.secondline import derive
 
 __all__ = ["ComparisonPool", "Equipoise", "file_factors"]
 
+_V = TypeVar("_V")
+
 _SHOWN = 5  # comparables named in a finding (the count is given in full)
+_CACHED = 1024  # parsed files and monitoring records kept, the most recently used
+
+
+def _recall(cache: OrderedDict[str, _V], key: str) -> _V | None:
+    value = cache.get(key)
+    if value is not None:
+        cache.move_to_end(key)
+    return value
+
+
+def _keep(cache: OrderedDict[str, _V], key: str, value: _V) -> None:
+    cache[key] = value
+    cache.move_to_end(key)
+    while len(cache) > _CACHED:
+        cache.popitem(last=False)
 
 
 def file_factors(case: Case, decision: Decision) -> dict[str, Decimal | None]:
@@ -106,24 +124,48 @@ def _strength(value: Decimal | None, factor: ComparedFactor) -> float:
 
 @dataclass(slots=True)
 class _Product:
-    """The compared decisions of one product, as arrays (rebuilt when rows are added)."""
+    """The compared decisions of one product, as arrays grown in place (capacity
+    doubled when full), so that adding a decision costs O(1) amortised and a review
+    reads the first ``size`` rows without rebuilding anything."""
 
     case_ids: list[str] = field(default_factory=list)
-    rows: list[tuple[int, int, list[float], list[int]]] = field(default_factory=list)
-    _built: int = -1
+    size: int = 0
     seq: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     rank: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     strength: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)))
     groups: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
 
-    def arrays(self) -> _Product:
-        if self._built != len(self.rows):
-            self.seq = np.array([r[0] for r in self.rows], dtype=np.int64)
-            self.rank = np.array([r[1] for r in self.rows], dtype=np.int64)
-            self.strength = np.array([r[2] for r in self.rows], dtype=np.float64)
-            self.groups = np.array([r[3] for r in self.rows], dtype=np.int64)
-            self._built = len(self.rows)
-        return self
+    def append(
+        self, case_id: str, seq: int, rank: int, strength: list[float], groups: list[int]
+    ) -> int:
+        """Add a row; returns its index."""
+        if self.size == len(self.seq):
+            capacity = max(64, 2 * self.size)
+            self.seq = _grown(self.seq, capacity, (capacity,))
+            self.rank = _grown(self.rank, capacity, (capacity,))
+            self.strength = _grown(self.strength, capacity, (capacity, len(strength)))
+            self.groups = _grown(self.groups, capacity, (capacity, len(groups)))
+        row = self.size
+        self.seq[row] = seq
+        self.rank[row] = rank
+        self.strength[row] = strength
+        self.groups[row] = groups
+        self.case_ids.append(case_id)
+        self.size += 1
+        return row
+
+    def drop(self, row: int) -> None:
+        self.rank[row] = -1  # never compared again
+
+
+_A = TypeVar("_A", bound=np.generic)
+
+
+def _grown(array: npt.NDArray[_A], capacity: int, shape: tuple[int, ...]) -> npt.NDArray[_A]:
+    grown = np.zeros(shape, dtype=array.dtype)
+    if len(array):  # the first growth has nothing to keep (and no width yet)
+        grown[: len(array)] = array
+    return grown
 
 
 class ComparisonPool:
@@ -154,7 +196,7 @@ class ComparisonPool:
                 about = entry.payload.get("decisionSeq")
                 if where is not None:
                     product, row = self._where[case_id]
-                    if about is None or about == self._products[product].rows[row][0]:
+                    if about is None or about == int(self._products[product].seq[row]):
                         self._drop(case_id)
                 continue
             self._drop(case_id)
@@ -165,10 +207,7 @@ class ComparisonPool:
         where = self._where.pop(case_id, None)
         if where is not None:
             product, row = where
-            block = self._products[product]
-            seq, _, strength, groups = block.rows[row]
-            block.rows[row] = (seq, -1, strength, groups)  # rank -1: never compared again
-            block._built = -1
+            self._products[product].drop(row)
 
     def _add(self, case_id: str, entry: Entry) -> None:
         eq = self._eq
@@ -189,10 +228,11 @@ class ComparisonPool:
             for i, attribute in enumerate(eq.config.comparative_attributes)
         ]
         block = self._products.setdefault(decision.product, _Product())
-        block.case_ids.append(case_id)
-        block.rows.append((entry.seq, eq.config.rank(decision.decision), strength, groups))
-        block._built = -1
-        self._where[case_id] = (decision.product, len(block.rows) - 1)
+        rank = eq.config.rank(decision.decision)
+        self._where[case_id] = (
+            decision.product,
+            block.append(case_id, entry.seq, rank, strength, groups),
+        )
 
     def _code(self, attribute: int, group: str) -> int:
         if group == NOT_PROVIDED:
@@ -213,15 +253,16 @@ class ComparisonPool:
         equal or weaker on every factor (within tolerance), in another group on at
         least one compared attribute; and, per attribute, whether it differs."""
         block = self._products.get(product)
-        if block is None or not block.rows:
+        if block is None or not block.size:
             return [], np.zeros(0, dtype=bool)
-        b = block.arrays()
-        ok = (b.seq < seq) & (b.rank > rank)
+        n = block.size
+        ok = (block.seq[:n] < seq) & (block.rank[:n] > rank)
         if strength:
             limit = np.array(strength, dtype=np.float64) + np.array(tolerances, dtype=np.float64)
-            ok &= np.all(b.strength <= limit, axis=1)
+            ok &= np.all(block.strength[:n] <= limit, axis=1)
         mine = np.array(groups, dtype=np.int64)
-        differs = (b.groups >= 0) & (mine >= 0) & (b.groups != mine)
+        others = block.groups[:n]
+        differs = (others >= 0) & (mine >= 0) & (others != mine)
         ok &= np.any(differs, axis=1)
         found = np.flatnonzero(ok)
         return [block.case_ids[i] for i in found], differs[found]
@@ -244,22 +285,24 @@ class Equipoise:
         self.registry = registry or PolicyRegistry.bundled()
         self.config = config or default_fair_lending_config()
         self.terms = terms or default_prohibited_terms()
-        # Stored documents and monitoring data never change once written: cache them.
-        self._monitoring: dict[str, MonitoringData] = {}
-        self._cases: dict[str, Case] = {}
+        # Stored documents and monitoring data never change once written: the recent
+        # ones are kept (a bounded cache, so a long run's memory does not grow with it;
+        # the comparison pool keeps only each file's factors).
+        self._monitoring: OrderedDict[str, MonitoringData] = OrderedDict()
+        self._cases: OrderedDict[str, Case] = OrderedDict()
         self._pool = ComparisonPool(self)
 
     def monitoring_of(self, case_id: str) -> tuple[MonitoringData | None, str | None]:
-        cached = self._monitoring.get(case_id)
+        cached = _recall(self._monitoring, case_id)
         if cached is not None:
             return cached, None
         data, problem = read_monitoring(self.store, case_id)
         if data is not None:
-            self._monitoring[case_id] = data
+            _keep(self._monitoring, case_id, data)
         return data, problem
 
     def case_of(self, case_id: str) -> Case | None:
-        cached = self._cases.get(case_id)
+        cached = _recall(self._cases, case_id)
         if cached is not None:
             return cached
         document = self.store.get_case(case_id)
@@ -269,7 +312,7 @@ class Equipoise:
             case = parse_case(dict(document))
         except InputError:
             return None
-        self._cases[case_id] = case
+        _keep(self._cases, case_id, case)
         return case
 
     def _basis(self, **extra: Any) -> dict[str, Any]:
@@ -471,7 +514,7 @@ class Equipoise:
 
     def _decision_of(self, pool: ComparisonPool, case_id: str) -> str:
         product, row = pool._where[case_id]
-        rank = pool._products[product].rows[row][1]
+        rank = int(pool._products[product].rank[row])
         return self.config.outcome_order[rank]
 
     def portfolio(self) -> PortfolioReport:
