@@ -12,13 +12,18 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
+from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any
 
 __all__ = ["canonical_bytes", "dumps", "loads", "sha256_hex"]
 
 
 def _encode(obj: Any, sort_keys: bool, out: list[str]) -> None:
-    if obj is None:
+    # strings first, the commonest; ``encode_basestring`` is what ``json.dumps(s,
+    # ensure_ascii=False)`` calls, without building an encoder for each string
+    if isinstance(obj, str):
+        out.append(encode_basestring(obj))
+    elif obj is None:
         out.append("null")
     elif obj is True:
         out.append("true")
@@ -32,10 +37,8 @@ def _encode(obj: Any, sort_keys: bool, out: list[str]) -> None:
         out.append(str(obj))
     elif isinstance(obj, float):
         out.append(json.dumps(obj, allow_nan=False))
-    elif isinstance(obj, str):
-        out.append(json.dumps(obj, ensure_ascii=False))
     elif isinstance(obj, dt.date):
-        out.append(json.dumps(obj.isoformat()))
+        out.append(encode_basestring_ascii(obj.isoformat()))
     elif isinstance(obj, Mapping):
         items = sorted(obj.items()) if sort_keys else list(obj.items())
         out.append("{")
@@ -44,7 +47,7 @@ def _encode(obj: Any, sort_keys: bool, out: list[str]) -> None:
                 raise TypeError(f"object keys must be strings, got {key!r}")
             if i:
                 out.append(",")
-            out.append(json.dumps(key, ensure_ascii=False))
+            out.append(encode_basestring(key))
             out.append(":")
             _encode(value, sort_keys, out)
         out.append("}")

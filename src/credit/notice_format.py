@@ -21,6 +21,8 @@ here: a notice whose text holds a zero-width space is well-formed and fails chec
 from __future__ import annotations
 
 import datetime as dt
+import json
+import json.encoder
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -39,7 +41,7 @@ from pydantic import (
 from pydantic import ValidationError as _ValidationError
 from pydantic.alias_generators import to_camel
 
-from credit.canonical import canonical_bytes, sha256_hex
+from credit.canonical import dumps, sha256_hex
 from credit.errors import NoticeError, NoticeInputError
 from credit.models import Application, Case
 
@@ -101,6 +103,34 @@ def _encodable(value: str) -> str:
     return value
 
 
+_DECIMAL_MEMBERS = frozenset({"application", "offer"})  # of an expectation's wire form
+
+
+def _refuse(value: Any) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+# the standard library's C encoder, made once (json.dumps makes one at each call):
+# no circular check (a wire form is a tree), default refuses, plain strings, no indent,
+# ":" and ",", keys sorted, no key skipped, no NaN
+_MAKE_ENCODER: Any = getattr(json.encoder, "c_make_encoder", None)
+_ENCODER: Any = (
+    _MAKE_ENCODER(None, _refuse, json.encoder.encode_basestring, None, ":", ",", True, False, False)
+    if _MAKE_ENCODER is not None
+    else None
+)
+
+
+def _plain(value: Any) -> str:
+    """Canonical JSON text of a value with no decimal or date in it: the standard
+    encoder, keys sorted, compact, no ASCII escapes (a decimal raises TypeError)."""
+    if _ENCODER is not None:
+        return "".join(_ENCODER(value, 0))
+    return json.dumps(
+        value, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False
+    )
+
+
 IsoDate = Annotated[dt.date, BeforeValidator(_iso_date)]
 ExactDecimal = Annotated[Decimal, BeforeValidator(_exact_decimal), Field(allow_inf_nan=False)]
 Text = Annotated[StrictStr, AfterValidator(_encodable)]
@@ -155,8 +185,11 @@ class Notice(_Wire):
         }
 
     def canonical_bytes(self) -> bytes:
-        """The bytes that are hashed, verified and sent."""
-        return canonical_bytes(self.to_wire())
+        """The bytes that are hashed, verified and sent: :func:`canonical_bytes` of the
+        wire form. That form holds only strings, lists and objects with string keys,
+        which the standard encoder (keys sorted, compact, no ASCII escapes) writes to the
+        same bytes, in one C pass (a test pins that the two agree)."""
+        return _plain(self.to_wire()).encode("utf-8")
 
     @property
     def sha256(self) -> str:
@@ -254,7 +287,19 @@ class Expectation(_Wire):
         return wire
 
     def canonical_bytes(self) -> bytes:
-        return canonical_bytes(self.to_wire())
+        """:func:`canonical_bytes` of the wire form, written member by member: the
+        members that hold decimals (the application, the offer) by the canonical
+        encoder, the others (strings, integers, lists and objects with string keys)
+        by the standard one, which writes them the same bytes in one C pass (a test
+        pins that the two agree)."""
+        wire = self.to_wire()
+        members = [
+            json.encoder.encode_basestring(key)
+            + ":"
+            + (dumps(wire[key], sort_keys=True) if key in _DECIMAL_MEMBERS else _plain(wire[key]))
+            for key in sorted(wire)
+        ]
+        return ("{" + ",".join(members) + "}").encode("utf-8")
 
     @cached_property
     def sha256(self) -> str:
