@@ -261,6 +261,18 @@ def test_an_expectation_without_a_score_or_offer_has_the_canonical_encoders_byte
     assert counter.canonical_bytes() == canonical_bytes(counter.to_wire())
 
 
+@pytest.mark.parametrize("member", ["application", "offer"])
+def test_an_expectation_whose_text_holds_a_members_slot_has_the_canonical_bytes(
+    member: str,
+) -> None:
+    _, expectation = notice_and_expectation(COUNTER_AUTO)
+    slot = f"\x00credit.notice_format.slot:{member}\x00"
+    for odd in (slot, f"before {slot} after"):
+        edited = expectation.model_copy(update={"case_id": odd})
+        assert edited.canonical_bytes() == canonical_bytes(edited.to_wire())
+        assert odd.encode() in edited.canonical_bytes().replace(b"\\u0000", b"\x00")
+
+
 def test_a_notice_with_a_lone_surrogate_has_no_bytes_either_way() -> None:
     notice, _ = notice_and_expectation(DECLINE_DTI)
     broken = Notice.model_construct(**{**dict(notice), "text": "a \ud800 b"})
