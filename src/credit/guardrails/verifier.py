@@ -811,26 +811,13 @@ class Verifier:
                 passed, detail = self.checks[key](subject)
             except Exception as err:  # fail closed: a check that cannot run fails
                 passed, detail = False, f"internal error: {type(err).__name__}: {err}"
-            results.append(_result(key, passed, detail))
-        # built here, in order, from validated notice and expectation fields: what the
-        # report's validators would check holds by construction
-        return VerificationReport.model_construct(
+            results.append(CheckResult(id=key, name=CHECK_NAMES[key], passed=passed, detail=detail))
+        return VerificationReport.of(
             case_id=notice.case_id,
             notice_sha256=notice_sha256,
             expectation_sha256=expectation.sha256,
-            results=tuple(results),
-            passed=all(r.passed for r in results),
+            checks=results,
         )
-
-
-def _result(key: str, passed: bool, detail: str) -> CheckResult:
-    """One check's result; validated unless it is what a check returns (a bool and a
-    string), which leaves nothing to check (a replaced check may return other types)."""
-    if type(passed) is bool and type(detail) is str:
-        return CheckResult.model_construct(
-            id=key, name=CHECK_NAMES[key], passed=passed, detail=detail
-        )
-    return CheckResult(id=key, name=CHECK_NAMES[key], passed=passed, detail=detail)
 
 
 def verify(
