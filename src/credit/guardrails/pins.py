@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache, cached_property
 from types import MappingProxyType
+from typing import Any
 
 from credit.bureau_formats import BureauFormats, load_bureau_formats
 from credit.catalogue import Catalogue, load_catalogue
@@ -25,6 +26,7 @@ from credit.guardrails.lock import (
     drift,
     read_lock,
 )
+from credit.guardrails.promise_scan import PromiseScan
 from credit.guardrails.rules import VerifierRules, load_rules
 from credit.legal_frame import LegalFrame, load_frame
 
@@ -73,6 +75,20 @@ def _line_pattern(template: str, values: Mapping[str, str]) -> re.Pattern[str]:
         at = m.end()
     parts.append(re.escape(template[at:]))
     return re.compile("".join(parts))
+
+
+_KEEP = 16_384  # answers kept per store; emptied when full
+
+
+class Kept(dict[Any, Any]):
+    """Answers that depend only on their key and the pinned data that holds the store
+    (so other data has its own): bounded, emptied when full."""
+
+    def put(self, key: Any, value: Any) -> Any:
+        if len(self) >= _KEEP:
+            self.clear()
+        self[key] = value
+        return value
 
 
 @dataclass(frozen=True)
@@ -130,6 +146,19 @@ class Pins:
             prefix = template.split("{", 1)[0]
             lines.append(BureauLine(key, prefix, _line_pattern(template, {}), strict, each))
         return tuple(lines)
+
+    @cached_property
+    def _stores(self) -> dict[str, Kept]:
+        return {}
+
+    def kept(self, name: str) -> Kept:
+        """The store of answers named ``name`` for this data (see :class:`Kept`)."""
+        return self._stores.setdefault(name, Kept())
+
+    @cached_property
+    def promise_scan(self) -> PromiseScan:
+        """The rules' promise patterns, run only where a match could be (check V8)."""
+        return PromiseScan(self.rules)
 
     @property
     def frame_sha256(self) -> str | None:

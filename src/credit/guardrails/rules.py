@@ -73,6 +73,20 @@ class VerifierRules(BaseModel):
         return [p.id for p in self.promise_patterns if p.compiled.search(norm)]
 
 
+def _alternation(phrases: list[str]) -> str:
+    """The phrases as one alternation, longest first, words apart by any whitespace;
+    grouped by first character (``a(?:lgorithm|...)``) so that the engine tries one
+    group at a position, not every phrase. Within a group the order is kept, and
+    phrases with another first character cannot match there: the same phrase wins."""
+    groups: dict[str, list[str]] = {}
+    for phrase in sorted(phrases, key=lambda p: (-len(p), p)):
+        groups.setdefault(phrase[0], []).append(r"\s+".join(map(re.escape, phrase.split(" "))))
+    return "|".join(
+        f"{re.escape(first)}(?:{'|'.join(alt[len(re.escape(first)) :] for alt in alts)})"
+        for first, alts in groups.items()
+    )
+
+
 _HEADER = frozenset(
     {
         "rules",
@@ -116,11 +130,7 @@ def load_rules(path: Path | str) -> VerifierRules:
         if phrase in phrases:
             raise PolicyError(f"phrase {phrase!r} is listed twice", file=file, key=key)
         phrases.append(phrase)
-    body = "|".join(
-        r"\s+".join(re.escape(w) for w in p.split(" "))
-        for p in sorted(phrases, key=lambda p: (-len(p), p))
-    )
-    generic = re.compile(rf"(?<![^\W_])(?:{body})(?![^\W_])")
+    generic = re.compile(rf"(?<![^\W_])(?:{_alternation(phrases)})(?![^\W_])")
     pp = expect_keys(
         doc["promisePatterns"],
         required={"reference", "patterns"},

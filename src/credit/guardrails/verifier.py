@@ -55,10 +55,10 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 import re
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
+from functools import lru_cache
 
 from credit.canonical import sha256_hex
 from credit.catalogue import ReasonEntry
@@ -83,16 +83,26 @@ class _Missing(Exception):
         self.name = name
 
 
-def _subst(template: str, values: Mapping[str, str]) -> str:
-    """The verifier's own substitution of ``{name}`` placeholders (exact strings)."""
+@lru_cache(maxsize=4096)
+def _template(template: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A template read once: the text between its placeholders, and their names in
+    order (keyed by the template's text, so a changed template is read anew)."""
+    parts = _PLACEHOLDER.split(template)
+    return tuple(parts[0::2]), tuple(parts[1::2])
 
-    def one(m: re.Match[str]) -> str:
-        name = m.group(1)
+
+def _subst(template: str, values: Mapping[str, str]) -> str:
+    """The verifier's own substitution of ``{name}`` placeholders (exact strings),
+    left to right: the first placeholder without a value is the one missing."""
+    texts, names = _template(template)
+    if not names:
+        return template
+    out = [texts[0]]
+    for name, text in zip(names, texts[1:], strict=True):
         if name not in values:
             raise _Missing(name)
-        return values[name]
-
-    return _PLACEHOLDER.sub(one, template)
+        out += (values[name], text)
+    return "".join(out)
 
 
 def _money(value: Decimal) -> str:
@@ -161,13 +171,20 @@ class _Subject:
             yield i, reason.code, reason.values, reason.category, text
 
 
+def _first_line_is(paragraph: str, line: str) -> bool:
+    """``paragraph.split("\\n", 1)[0] == line``, without copying the paragraph."""
+    if "\n" in line:
+        return False  # a first line has no newline
+    return paragraph.startswith(line) and paragraph[len(line) : len(line) + 1] in ("", "\n")
+
+
 def _read(notice: Notice, expectation: Expectation, pins: Pins) -> _Subject:
     frame = pins.frame
     paragraphs = notice.text.split("\n\n")
     label = frame["actionTaken.label"]
     heading = frame["reasons.heading"]
     action = [i for i, p in enumerate(paragraphs) if p.startswith(label)]
-    listed = [i for i, p in enumerate(paragraphs) if p.split("\n", 1)[0] == heading]
+    listed = [i for i, p in enumerate(paragraphs) if _first_line_is(p, heading)]
     subject = _Subject(notice, expectation, pins, paragraphs, action, None, [])
     if not listed:
         subject.reason_errors.append(f"the text has no {heading!r} paragraph")
@@ -365,8 +382,12 @@ def _v3_no_prohibited_basis(s: _Subject) -> tuple[bool, str]:
         texts.append((f"reason {i} ({reason.code})", " | ".join(parts)))
     for j, extra in enumerate(s.text_reasons[len(s.notice.reasons) :], len(s.notice.reasons) + 1):
         texts.append((f"reason {j}", f"{extra.label} | {extra.sentence}"))
-    terms = s.pins.terms
-    if _may_cite(s.pins, "\n".join(t for _, t in texts)):  # one pass; then say which reason
+    terms, kept = s.pins.terms, s.pins.kept("may_cite")
+    # A reason's text that cannot cite a basis has no citation to report, whatever
+    # the whole says; the answer for each text is kept (the same texts recur).
+    if any(
+        kept[t] if t in kept else kept.put(t, _may_cite(s.pins, t)) for _, t in texts
+    ) and _may_cite(s.pins, "\n".join(t for _, t in texts)):  # then say which reason
         for which, text in texts:
             problems += [f"{which} text cites {m.describe()}" for m in terms.find(text)]
     if problems:
@@ -454,7 +475,12 @@ def _v4_specific_reasons(s: _Subject) -> tuple[bool, str]:
         for name in entry.states:
             if not _states(text.sentence, values.get(name, "")):
                 problems.append(f"reason {i} ({code}) does not state {name}")
-        generic = s.pins.rules.generic_phrases_in(text.sentence)
+        sentence, kept = text.sentence, s.pins.kept("generic")
+        generic = (
+            kept[sentence]
+            if sentence in kept
+            else kept.put(sentence, s.pins.rules.generic_phrases_in(sentence))
+        )
         if generic:
             problems.append(f"reason {i} ({code}) uses generic phrase(s): {', '.join(generic)}")
     for i, reason in enumerate(s.notice.reasons[len(s.text_reasons) :], len(s.text_reasons) + 1):
@@ -500,8 +526,28 @@ def _v5_decision_consistent(s: _Subject) -> tuple[bool, str]:
     return True, f"the statement and the decision field say {e.decision}, as recorded"
 
 
-def _variants(entry: ReasonEntry, values: Mapping[str, str]) -> list[str]:
-    return [_subst(w, values) for w in entry.wordings]
+def _variants(pins: Pins, entry: ReasonEntry, values: Mapping[str, str]) -> tuple[str, ...]:
+    """The entry's approved wordings filled with the values (kept by wordings and
+    values; a missing value raises, and is not kept)."""
+    key = (entry.wordings, tuple(values.items()))
+    kept = pins.kept("variants")
+    found: tuple[str, ...] | None = kept.get(key)
+    if found is None:
+        found = kept.put(key, tuple(_subst(w, values) for w in entry.wordings))
+    return found
+
+
+def _variant_numbers(
+    pins: Pins, entry: ReasonEntry, values: Mapping[str, str]
+) -> tuple[list[str], ...]:
+    """The numbers each filled variant states, each list sorted (kept likewise)."""
+    key = (entry.wordings, tuple(values.items()))
+    kept = pins.kept("variant_numbers")
+    found: tuple[list[str], ...] | None = kept.get(key)
+    if found is None:
+        variants = _variants(pins, entry, values)
+        found = kept.put(key, tuple(sorted(numbers_in(v)) for v in variants))
+    return found
 
 
 def _v6_numbers_grounded(s: _Subject) -> tuple[bool, str]:
@@ -520,15 +566,14 @@ def _v6_numbers_grounded(s: _Subject) -> tuple[bool, str]:
                     f"reason {i} ({code}) value {name} states the numbers "
                     f"[{' '.join(got)}], the decision [{' '.join(want)}]"
                 )
-        try:
-            allowed = [Counter(numbers_in(v)) for v in _variants(entry, grounding)]
+        try:  # each as a sorted list: equal exactly when equal as multisets
+            allowed = _variant_numbers(s.pins, entry, grounding)
         except _Missing as missing:
             problems.append(f"reason {i} ({code}) lacks the value {missing.name}")
             continue
-        stated = Counter(numbers_in(text.sentence))
+        stated = sorted(numbers_in(text.sentence))
         if stated not in allowed:
-            want_all = " ".join(sorted(allowed[0].elements()))
-            got_all = " ".join(sorted(stated.elements()))
+            want_all, got_all = " ".join(allowed[0]), " ".join(stated)
             problems.append(f"reason {i} ({code}) states the numbers [{got_all}], not [{want_all}]")
     if problems:
         return False, _joined(problems)
@@ -610,6 +655,8 @@ _BAD_IN_FIELD = re.compile(r"[^\x20-\x7e]")
 
 def _bad_characters(text: str, *, newline_ok: bool) -> list[tuple[int, str]]:
     """Every character that is not printable ASCII (a newline is allowed in text)."""
+    if text.isascii() and (text.replace("\n", " ") if newline_ok else text).isprintable():
+        return []  # printable ASCII is exactly U+0020..U+007E: nothing to find
     pattern = _BAD_IN_TEXT if newline_ok else _BAD_IN_FIELD
     return [(m.start(), m.group()) for m in pattern.finditer(text)]
 
@@ -625,7 +672,7 @@ def _v8_approved_wording(s: _Subject) -> tuple[bool, str]:
     fields = [n.case_id, n.frame_sha256, n.catalogue_sha256]
     for r in n.reasons:
         fields += [r.code, r.category, *r.values.keys(), *r.values.values()]
-    if any(_bad_characters(v, newline_ok=False) for v in fields):
+    if _bad_characters("".join(fields), newline_ok=False):  # a character at a time: joined
         problems.append("a machine field has non-ASCII or control characters")
     for i, code, values, _, text in s.pairs():
         entry = s.entry(code)
@@ -633,7 +680,7 @@ def _v8_approved_wording(s: _Subject) -> tuple[bool, str]:
             problems.append(f"reason {i} ({code}) has no approved wording (not in the catalogue)")
             continue
         try:
-            approved = _variants(entry, values)
+            approved = _variants(s.pins, entry, values)
         except _Missing as missing:
             problems.append(f"reason {i} ({code}) lacks the value {missing.name}")
             continue
@@ -646,14 +693,14 @@ def _v8_approved_wording(s: _Subject) -> tuple[bool, str]:
         problems.append(f"{len(s.text_reasons) - len(n.reasons)} reason sentence(s) without a code")
     if len(n.reasons) > len(s.text_reasons):
         problems.append(f"{len(n.reasons) - len(s.text_reasons)} reason(s) without a sentence")
-    if s.pins.rules.promises_in(n.text):  # one pass; then say which lines
+    if s.pins.promise_scan.promises_in(n.text):  # one pass; then say which lines
         lines = [
             f"line {number} makes a promise ({', '.join(found)}): {_short(line)}"
             for number, line in enumerate(n.text.split("\n"), start=1)
-            if (found := s.pins.rules.promises_in(line))
+            if (found := s.pins.promise_scan.promises_in(line))
         ]
         problems += lines or [
-            f"the text makes a promise ({', '.join(s.pins.rules.promises_in(n.text))})"
+            f"the text makes a promise ({', '.join(s.pins.promise_scan.promises_in(n.text))})"
         ]
     if problems:
         return False, _joined(problems)
@@ -672,25 +719,45 @@ def _bureau_values(s: _Subject) -> list[str]:
         if wrong is not None:
             problems.append(f"reason {i} ({reason.code}) states a bureau value: {wrong}")
     heading = s.pins.frame["creditScore.heading"]
-    disclosure = [p for p in s.paragraphs if p.split("\n", 1)[0] == heading]
+    disclosure = [p for p in s.paragraphs if _first_line_is(p, heading)]
     if not disclosure:
         return problems
     score = s.expectation.credit_score
     shown = _key_factors(s.pins, score.key_factors) if score is not None else []
     disclosure_lines = disclosure[0].split("\n")
+    # which bureau lines each line of the disclosure is (kept by its text)
+    kinds, strict = s.pins.kept("bureau_kinds"), s.pins.kept("bureau_strict")
+    belongs = [
+        kind
+        if (kind := kinds.get(line)) is not None
+        else kinds.put(
+            line,
+            frozenset(
+                lp.key
+                for lp in s.pins.bureau_lines
+                if line.startswith(lp.prefix) and lp.loose.fullmatch(line)
+            ),
+        )
+        for line in disclosure_lines
+    ]
     for line_pins in s.pins.bureau_lines:
         per_factor = len(line_pins.strict) > 1
         lines = [
             line
-            for line in disclosure_lines
-            if line.startswith(line_pins.prefix) and line_pins.loose.fullmatch(line)
+            for line, kind in zip(disclosure_lines, belongs, strict=True)
+            if line_pins.key in kind
         ]
         for k, line in enumerate(lines):
             code = shown[k].code if per_factor and k < len(shown) else None
             if code is not None and code not in line_pins.strict:
                 problems.append(f"key factor {code} has no format in {formats.name}")
                 continue
-            if line_pins.strict[code].fullmatch(line) is None:
+            in_form = (
+                strict[key]
+                if (key := (line_pins.key, code, line)) in strict
+                else strict.put(key, line_pins.strict[code].fullmatch(line) is not None)
+            )
+            if not in_form:
                 off = [f for f, p in line_pins.each.items() if p.fullmatch(line) is None]
                 if per_factor:
                     off.append(f"key factor {code}" if code else "a key factor")
