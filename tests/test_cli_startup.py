@@ -18,10 +18,13 @@ from pathlib import Path
 
 import grimp
 import pytest
+import typer
+from typer.main import get_group
+from typer.testing import CliRunner
 
 import credit.journal.signer
 import credit.journal.sql
-from credit.cli import common
+from credit.cli import COMMANDS, app, common, register_module
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "cases.jsonl"
 
@@ -104,9 +107,44 @@ for path in paths(get_command(app)):
 
 def test_importing_the_command_line_imports_no_heavy_library_and_none_of_the_core() -> None:
     modules = imported_after("import credit.cli")
-    assert "credit.cli.run" in modules and "typer" in modules  # the probe sees imports
+    assert "credit.cli.common" in modules and "typer" in modules  # the probe sees imports
     assert heavy_in(modules) == []
     assert core_in(modules) == []
+
+
+def test_running_one_command_imports_its_own_module_of_the_command_line_only(
+    tmp_path: Path,
+) -> None:
+    one = tmp_path / "one.json"
+    one.write_text(EXAMPLES.read_text(encoding="utf-8").splitlines()[0], encoding="utf-8")
+    modules = imported_after(_run_main("decide", str(one)))
+    cli_modules = sorted(m for m in modules if m.startswith("credit.cli."))
+    assert cli_modules == ["credit.cli.common", "credit.cli.run"]
+
+
+def test_the_command_table_names_every_command_of_every_module_and_its_module() -> None:
+    """COMMANDS (what credit.cli lists and loads on demand) is what the modules register:
+    a command added to a module and not to the table, or the other way, fails here."""
+    registered: dict[str, str] = {}
+    for name in dict.fromkeys(COMMANDS.values()):
+        commands = typer.Typer()
+        commands.callback()(lambda: None)
+        register_module(name, commands)
+        for command in get_group(commands).commands:
+            assert command not in registered, (command, name, registered.get(command))
+            registered[command] = name
+    assert registered == COMMANDS
+    assert set(COMMANDS.values()) == {
+        m.rsplit(".", 1)[1]
+        for m in cli_imports()
+        if m.count(".") == 2 and m.rsplit(".", 1)[1] not in ("common", "tables", "__main__")
+    }
+
+
+def test_a_command_the_table_does_not_name_is_refused_as_before() -> None:
+    result = CliRunner().invoke(app, ["frobnicate"])
+    assert result.exit_code == 2 and "No such command 'frobnicate'." in result.output
+    assert CliRunner().invoke(app, ["decide", "--help"]).exit_code == 0
 
 
 def test_credit_help_imports_no_heavy_library_and_none_of_the_core() -> None:
@@ -203,13 +241,17 @@ def cli_imports() -> dict[str, set[str]]:
     the module: at the top, inside a function, or for type checking only)."""
     graph = grimp.build_graph("credit")
     modules = {"credit.cli", *graph.find_descendants("credit.cli")}
-    return {m: graph.find_modules_directly_imported_by(m) & modules for m in modules}
+    edges = {m: graph.find_modules_directly_imported_by(m) & modules for m in modules}
+    # The app imports the modules its table names by name, on first use (importlib, which
+    # a static graph does not see): edges all the same.
+    edges["credit.cli"] |= {f"credit.cli.{name}" for name in COMMANDS.values()}
+    return edges
 
 
 def test_no_module_of_the_command_line_imports_another_in_a_circle() -> None:
     edges = cli_imports()
-    assert "credit.cli.run" in edges["credit.cli"]  # the app imports its commands
-    assert "credit.cli.common" in edges["credit.cli.run"]
+    assert {"credit.cli.common", "credit.cli.run"} <= edges["credit.cli"]
+    assert {"credit.cli.common", "credit.cli.tables"} <= edges["credit.cli.run"]
     assert cycles(edges) == []
 
 

@@ -8,8 +8,9 @@ still decided). No command prints a traceback unless ``credit --debug`` is given
 The package, one module per group of commands, in layers (``.importlinter`` holds
 them, so no module imports another in a circle):
 
-- this module: the typer app, its global options, the registration of every command,
-  and :func:`main`;
+- this module: the typer app, its global options, the table of every command and the
+  module that registers it (:data:`COMMANDS`: a command's module is imported when the
+  command runs or a help lists it), and :func:`main`;
 - the commands: :mod:`~credit.cli.run` (decide, run, eval), :mod:`~credit.cli.notices`
   (notice, verify, mutate, lock), :mod:`~credit.cli.governance` (review, queue,
   catalogue, fairness), :mod:`~credit.cli.batch`, :mod:`~credit.cli.spark`,
@@ -20,37 +21,98 @@ them, so no module imports another in a circle):
   checkpoint helpers the bundle uses), :mod:`~credit.cli.tables`,
   :mod:`~credit.cli.common` (exit codes, consoles, shared options).
 
-Start-up is kept short: the modules import typer and the standard library at their top
-level, and the core, the journal, rich and the extras inside the commands that use
-them (``tests/test_cli_startup.py`` pins it; ``benchmarks/bench_cli.py`` times it).
+Start-up is kept short: only the module of the command that runs is imported; the
+modules import typer and the standard library at their top level, and the core, the
+journal, rich and the extras inside the commands that use them
+(``tests/test_cli_startup.py`` pins it; ``benchmarks/bench_cli.py`` times it).
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
 import traceback
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Final
 
 import typer
+from typer.core import TyperGroup
 
-from credit.cli import (
-    batch,
-    bundle,
-    governance,
-    journal,
-    mcp,
-    notices,
-    outbox,
-    run,
-    service,
-    spark,
-    why,
-)
 from credit.cli.common import EXIT_BAD_INPUT, EXIT_FAILED, STATE, err, escape
 
-__all__ = ["app", "main"]
+if TYPE_CHECKING:
+    from typer._click import Command, Context
+
+__all__ = ["COMMANDS", "app", "main"]
+
+# Each command of ``credit``, in the order the help lists them (the commands, then the
+# groups of commands), and the module of credit.cli that registers it. A command's module
+# is imported when that command is run or a help lists it, not before
+# (tests/test_cli_startup.py pins this table to what the modules register).
+COMMANDS: Final[dict[str, str]] = {
+    "decide": "run",
+    "run": "run",
+    "eval": "run",
+    "notice": "notices",
+    "verify": "notices",
+    "mutate": "notices",
+    "lock": "notices",
+    "queue": "governance",
+    "catalogue": "governance",
+    "fairness": "governance",
+    "backtest": "batch",
+    "export": "bundle",
+    "verify-bundle": "bundle",
+    "mcp": "mcp",
+    "serve": "service",
+    "why": "why",
+    "replay": "why",
+    "journal": "journal",
+    "review": "governance",
+    "batch": "batch",
+    "outbox": "outbox",
+    "keys": "service",
+    "db": "service",
+    "spark": "spark",
+}
+
+
+def register_module(name: str, app: typer.Typer) -> None:
+    """Register the commands of ``credit.cli.<name>`` on ``app``."""
+    module = importlib.import_module(f"credit.cli.{name}")
+    if name == "journal":
+        app.add_typer(module.journal_app, name="journal")
+    elif name == "notices":
+        module.register_notices(app)
+    elif name == "governance":
+        module.register_governance(app)
+    else:
+        module.register(app)
+
+
+class _Commands(TyperGroup):
+    """The ``credit`` group: each command built from its module on first use."""
+
+    def list_commands(self, ctx: Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
+        name = COMMANDS.get(cmd_name)
+        if name is not None and cmd_name not in self.commands:
+            commands = typer.Typer()
+            commands.callback()(_no_options)  # a group, even of one command
+            register_module(name, commands)
+            built = typer.main.get_group(commands)
+            for command_name, command in built.commands.items():
+                self.commands.setdefault(command_name, command)
+        return self.commands.get(cmd_name)
+
+
+def _no_options() -> None:
+    """The commands of one module, built together."""
+
 
 app = typer.Typer(
+    cls=_Commands,
     add_completion=False,
     no_args_is_help=True,
     help="Governed consumer credit decisioning (auto loans and credit cards).",
@@ -66,19 +128,6 @@ def _global_options(
 ) -> None:
     """Governed consumer credit decisioning (auto loans and credit cards)."""
     STATE.debug = debug
-
-
-run.register(app)
-app.add_typer(journal.journal_app, name="journal")
-notices.register_notices(app)
-governance.register_governance(app)
-batch.register(app)
-bundle.register(app)
-mcp.register(app)
-outbox.register(app)
-service.register(app)
-spark.register(app)
-why.register(app)
 
 
 def main() -> None:
