@@ -18,6 +18,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 import credit.cli as cli
+import credit.cli.run as cli_run
+import credit.underwriting as underwriting
 from conftest import auto_case, card_case, with_changes
 from credit.cases import check_case, iter_cases, read_case_bytes, read_document
 from credit.errors import InputError
@@ -361,19 +363,19 @@ def test_a_case_dated_before_the_policy_is_named_by_credit_decide_and_the_rest_d
 
 def broken_decide(monkeypatch: pytest.MonkeyPatch, fail_on: str) -> None:
     """A planted defect: the underwriter breaks (not bad input) on one case."""
-    real = cli.decide_case
+    real = underwriting.decide_case
 
     def decide_case(case: Any, policy: Any) -> Any:
         if case.case_id == fail_on:
             raise ZeroDivisionError("planted defect")
         return real(case, policy)
 
-    monkeypatch.setattr(cli, "decide_case", decide_case)
+    monkeypatch.setattr(underwriting, "decide_case", decide_case)
 
 
 def run_main(monkeypatch: pytest.MonkeyPatch, *args: str) -> int:
     monkeypatch.setattr(sys, "argv", ["credit", *args])
-    monkeypatch.setattr(cli._STATE, "debug", False)
+    monkeypatch.setattr(cli.STATE, "debug", False)
     with pytest.raises(SystemExit) as stopped:
         cli.main()
     return int(stopped.value.code or 0)
@@ -408,7 +410,7 @@ def test_main_reports_an_unexpected_error_anywhere_in_one_line_and_with_debug_it
     def boom(path: Any) -> Any:
         raise KeyError("planted")
 
-    monkeypatch.setattr(cli, "_policy", boom)
+    monkeypatch.setattr(cli_run, "_policy", boom)
     assert run_main(monkeypatch, "decide", "x.jsonl") == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "internal error (KeyError: 'planted')" in err
@@ -423,7 +425,7 @@ def test_main_reports_our_own_errors_in_one_line_with_exit_2_for_bad_input(
     def bad(path: Any) -> Any:
         raise InputError("planted bad input", field="x")
 
-    monkeypatch.setattr(cli, "_policy", bad)
+    monkeypatch.setattr(cli_run, "_policy", bad)
     assert run_main(monkeypatch, "decide", "x.jsonl") == 2
     err = capsys.readouterr().err
     assert err.strip() == "error: field x: planted bad input"

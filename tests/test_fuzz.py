@@ -532,11 +532,11 @@ def _planted_rows() -> list[Fuzzed | None]:
 def test_the_decide_law_catches_a_bad_line_dropped_silently(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import credit.cli
+    import credit.cases
 
-    real = credit.cli.iter_cases
+    real = credit.cases.iter_cases
     monkeypatch.setattr(
-        credit.cli,
+        credit.cases,
         "iter_cases",
         lambda *a, **k: (e for e in real(*a, **k) if e.error is None or e.line != 4),
     )

@@ -40,7 +40,7 @@ from claude_agent_sdk import ClaudeAgentOptions
 from conftest import auto_case, card_case
 from credit.canonical import dumps, loads
 from credit.cases import iter_cases
-from credit.cli import default_cases_path
+from credit.cli.common import default_cases_path
 from credit.errors import (
     ModelApiError,
     ModelSessionError,

@@ -22,7 +22,7 @@ import pytest
 
 from conftest import auto_case
 from credit.cases import iter_cases
-from credit.cli import default_cases_path
+from credit.cli.common import default_cases_path
 from credit.evals import boundary_points
 from credit.evals.boundary import Unbuildable
 from credit.models import Decision, parse_case, parse_decision

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from credit.cli_service import openapi_text
+from credit.cli.service import openapi_text
 from credit.service.api import ROUTE_ROLES
 
 COMMITTED = Path(__file__).resolve().parents[1] / "docs" / "openapi.json"

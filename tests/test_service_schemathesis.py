@@ -22,7 +22,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from credit.cli_service import openapi_text
+from credit.cli.service import openapi_text
 from credit.service.api import ROUTE_ROLES
 from service_support import Api, golden, held_case, service_api
 

@@ -3,21 +3,78 @@
 The public surface of the core, re-exported in one place (a test pins it).
 """
 
-from credit.canonical import canonical_bytes, dumps, loads, sha256_hex
-from credit.catalogue import Catalogue, ReasonEntry, default_catalogue, load_catalogue
-from credit.errors import CreditError, InputError, NotInPolicyError, PolicyError, UndecidedCaseError
-from credit.models import (
-    Application,
-    Case,
-    CreditReport,
-    Decision,
-    MonitoringData,
-    Terms,
-    parse_case,
-    parse_decision,
-)
-from credit.policy import Policy, default_policy, load_policy
-from credit.underwriting import StatedReason, Underwriting, decide_case, underwrite
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from credit.canonical import canonical_bytes, dumps, loads, sha256_hex
+    from credit.catalogue import Catalogue, ReasonEntry, default_catalogue, load_catalogue
+    from credit.errors import (
+        CreditError,
+        InputError,
+        NotInPolicyError,
+        PolicyError,
+        UndecidedCaseError,
+    )
+    from credit.models import (
+        Application,
+        Case,
+        CreditReport,
+        Decision,
+        MonitoringData,
+        Terms,
+        parse_case,
+        parse_decision,
+    )
+    from credit.policy import Policy, default_policy, load_policy
+    from credit.underwriting import StatedReason, Underwriting, decide_case, underwrite
+
+# Each public name, and the module it is defined in: imported on first use (PEP 562), so
+# that ``import credit.<module>`` (the command line's start above all) costs only what
+# that module needs, not the whole core.
+_EXPORTS: dict[str, str] = {
+    **dict.fromkeys(("canonical_bytes", "dumps", "loads", "sha256_hex"), "credit.canonical"),
+    **dict.fromkeys(
+        ("Catalogue", "ReasonEntry", "default_catalogue", "load_catalogue"), "credit.catalogue"
+    ),
+    **dict.fromkeys(
+        ("CreditError", "InputError", "NotInPolicyError", "PolicyError", "UndecidedCaseError"),
+        "credit.errors",
+    ),
+    **dict.fromkeys(
+        (
+            "Application",
+            "Case",
+            "CreditReport",
+            "Decision",
+            "MonitoringData",
+            "Terms",
+            "parse_case",
+            "parse_decision",
+        ),
+        "credit.models",
+    ),
+    **dict.fromkeys(("Policy", "default_policy", "load_policy"), "credit.policy"),
+    **dict.fromkeys(
+        ("StatedReason", "Underwriting", "decide_case", "underwrite"), "credit.underwriting"
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'credit' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 __all__ = [
     "Application",

@@ -4,7 +4,7 @@ One server instance serves one case's :class:`~credit.tools.governed.CaseTools` 
 time: the tools take no case id (:class:`ToolHost`: one server for a run's turns,
 bound to one case per turn). It is served in process (:func:`open_session`, an MCP client
 over an in-memory JSON-RPC transport: what the tests and the rules underwriter use)
-and over stdio (``credit mcp --case ID``, :mod:`credit.cli_mcp`). No domain logic
+and over stdio (``credit mcp --case ID``, :mod:`credit.cli.mcp`). No domain logic
 lives here: each tool calls the governed function and turns a refusal into an MCP
 tool error the model can read.
 """

@@ -3,7 +3,7 @@
 For each ``notice.sent`` entry, the outbox's ``<caseId>.notice.json`` must be there and
 hash to the entry's ``noticeSha256`` (``sha256sum`` of the file is that hash). Exit 0
 when every one does, 1 listing each missing or changed file, 2 bad input. Registered
-on the ``credit`` app by one import line in :mod:`credit.cli`.
+on the ``credit`` app by its ``register`` (called in :mod:`credit.cli`).
 """
 
 from __future__ import annotations
@@ -12,15 +12,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
-from credit.cli import app
-from credit.cli_journal import DatabaseOption, SchemaOption
+from credit.cli.common import DatabaseOption, LazyConsole, SchemaOption, escape
 from credit.errors import CreditError
-from credit.journal import open_store
-from credit.kinds import NOTICE_SENT
-from credit.notices.outbox import DirectoryOutbox, outbox_problems
 
 __all__ = ["outbox_app"]
 
@@ -32,8 +26,8 @@ outbox_app = typer.Typer(
     no_args_is_help=True,
     help="The outbox of sent notices, bound to the journal.",
 )
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
+out = LazyConsole()
+err = LazyConsole(stderr=True)
 
 
 @outbox_app.command()
@@ -46,6 +40,10 @@ def verify(
     schema: SchemaOption = None,
 ) -> None:
     """List every sent notice whose file is missing or changed (exit 1 when any)."""
+    from credit.journal import open_store
+    from credit.kinds import NOTICE_SENT
+    from credit.notices.outbox import DirectoryOutbox, outbox_problems
+
     try:
         with open_store(database, schema=schema, create=False) as store:
             sent = store.entries(kinds=[NOTICE_SENT])
@@ -70,4 +68,6 @@ def verify(
         raise typer.Exit(EXIT_CHANGED)
 
 
-app.add_typer(outbox_app, name="outbox")
+def register(app: typer.Typer) -> None:
+    """Register this module's commands on the ``credit`` app."""
+    app.add_typer(outbox_app, name="outbox")

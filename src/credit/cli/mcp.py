@@ -7,7 +7,7 @@ Every call is governed as in process (guard, redaction journal, held commit). st
 carries the MCP protocol only; messages go to stderr. Exit status 2 for bad input or
 an unreachable store.
 
-Registered on the ``credit`` app by one import line in :mod:`credit.cli`.
+Registered on the ``credit`` app by its ``register`` (called in :mod:`credit.cli`).
 """
 
 from __future__ import annotations
@@ -16,18 +16,15 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
-from credit.cli import EXIT_BAD_INPUT, app
+from credit.cli.common import EXIT_BAD_INPUT, LazyConsole, escape
 from credit.errors import CreditError
 
 __all__ = ["mcp_command"]
 
-_err = Console(stderr=True, soft_wrap=True)
+_err = LazyConsole(stderr=True)
 
 
-@app.command("mcp")
 def mcp_command(
     case: Annotated[str, typer.Option("--case", help="The case id (taken in by intake).")],
     database: Annotated[
@@ -70,3 +67,8 @@ def mcp_command(
         build_server(CaseTools(store, case, governor, registry)).run("stdio")
     finally:
         store.close()
+
+
+def register(app: typer.Typer) -> None:
+    """Register this module's commands on the ``credit`` app."""
+    app.command("mcp")(mcp_command)

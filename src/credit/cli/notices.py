@@ -16,39 +16,26 @@ import sys
 import time
 from pathlib import Path
 from types import ModuleType
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from credit.canonical import loads
-from credit.cases import iter_cases
+from credit.cli.common import LazyConsole
 from credit.errors import CreditError, InputError, NoticeInputError, PolicyError
-from credit.guardrails import Verifier, expectation_for
-from credit.guardrails.lock import (
-    DataSources,
-    current_pins,
-    drift,
-    lock_diff,
-    read_lock,
-    write_lock,
-)
-from credit.notice_format import parse_expectation, parse_notice
-from credit.notices import NOTICE_DECISIONS, render_notice
-from credit.policy import Policy, default_policy, load_policy
-from credit.underwriting import decide_case
+
+if TYPE_CHECKING:
+    from credit.policy import Policy
 
 __all__ = ["register_notices"]
 
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
+out = LazyConsole()
+err = LazyConsole(stderr=True)
 # Tables are read in logs and CI as often as in a terminal: no narrower than 120 there.
-wide = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 120)
+wide = LazyConsole(width=None if sys.stdout.isatty() else 120)
 
 
 def _fail(message: object, status: int = EXIT_BAD_INPUT) -> typer.Exit:
@@ -57,6 +44,8 @@ def _fail(message: object, status: int = EXIT_BAD_INPUT) -> typer.Exit:
 
 
 def _policy(path: Path | None) -> Policy:
+    from credit.policy import default_policy, load_policy
+
     try:
         return load_policy(path) if path else default_policy()
     except PolicyError as e:
@@ -89,6 +78,11 @@ def notice_command(
     """Render the notices of the declines and counteroffers in a case file.
 
     Without --out, print each notice as one JSON line (or its text with --text)."""
+    from credit.cases import iter_cases
+    from credit.guardrails import expectation_for
+    from credit.notices import NOTICE_DECISIONS, render_notice
+    from credit.underwriting import decide_case
+
     pol = _policy(policy)
     failures: list[InputError] = []
     if out_dir is not None:
@@ -141,6 +135,8 @@ def notice_command(
 
 
 def _read_json(path: Path) -> Any:
+    from credit.canonical import loads
+
     try:
         return loads(path.read_bytes())
     except OSError as e:
@@ -158,6 +154,9 @@ def verify_command(
     """Verify a notice against its expectation; print the report as JSON.
 
     Exit 0 when every check passed, 1 when any failed, 2 on bad input."""
+    from credit.guardrails import Verifier
+    from credit.notice_format import parse_expectation, parse_notice
+
     try:
         n = parse_notice(_read_json(notice))
     except InputError as e:
@@ -202,7 +201,9 @@ def mutate_command(
 
     Exit 1 on any survivor, any mutator never applied, or any check with no proof that
     it is needed (a mutant that fails it alone and gets through without it)."""
-    from credit.cli import default_cases_path
+    from rich.table import Table
+
+    from credit.cli.common import default_cases_path
 
     mutations = _mutations_module()
     started = time.perf_counter()
@@ -265,6 +266,15 @@ def lock_command(
     mapping and verifier rules; with --accept --by NAME, write the new lock.
 
     Exit 0 when the lock is current (or was accepted), 1 when it differs."""
+    from credit.guardrails.lock import (
+        DataSources,
+        current_pins,
+        drift,
+        lock_diff,
+        read_lock,
+        write_lock,
+    )
+
     sources = DataSources.in_directory(data, lock) if data else DataSources.default()
     if lock is not None and data is None:
         d = DataSources.default()

@@ -1,100 +1,45 @@
-"""The ``credit`` command line: a thin adapter over the core (no domain logic here).
+"""``credit decide``, ``credit run`` and ``credit eval``: the case commands.
 
-Exit status: 0 success, 1 an eval or check failed (or an internal error), 2 bad input
-(the message names the source, line, case and field; in a batch every other case is
-still decided). No command prints a traceback unless ``credit --debug`` is given:
-:func:`main` reports any error it did not expect in one line naming it.
+Thin adapters over the core (no domain logic here); registered on the ``credit`` app
+by :func:`register` (:mod:`credit.cli`). The core is imported inside each command.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-)
-from rich.table import Table
 
-from credit.canonical import dumps
-from credit.cases import CaseLine, iter_cases
-from credit.cli_governance import register_governance
-from credit.cli_journal import journal_app
-from credit.cli_notices import register_notices
-from credit.cli_tables import outcome_table
-from credit.errors import CreditError, InputError, PolicyError
-from credit.pipeline import RunSummary
-from credit.policy import Policy, default_policy, load_policy
-from credit.underwriting import Underwriting, decide_case
+from credit.cli.common import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    STATE,
+    PolicyOption,
+    default_cases_path,
+    err,
+    escape,
+    load_policy_or_exit,
+    out,
+)
+from credit.errors import CreditError, InputError
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
+    from credit.cases import CaseLine
+    from credit.pipeline import RunSummary
+    from credit.policy import Policy
     from credit.underwriters.runtime import Underwriter
+    from credit.underwriting import Underwriting
 
-app = typer.Typer(
-    add_completion=False,
-    no_args_is_help=True,
-    help="Governed consumer credit decisioning (auto loans and credit cards).",
-)
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
-
-EXIT_FAILED = 1
-EXIT_BAD_INPUT = 2
-
-
-class _State:
-    """Global options of the ``credit`` command (set by :func:`_global_options`)."""
-
-    debug = False
-
-
-_STATE = _State()
-
-
-@app.callback()
-def _global_options(
-    debug: Annotated[
-        bool,
-        typer.Option("--debug", help="On an unexpected error, print its traceback too."),
-    ] = False,
-) -> None:
-    """Governed consumer credit decisioning (auto loans and credit cards)."""
-    _STATE.debug = debug
-
-
-PolicyOption = Annotated[
-    Path | None,
-    typer.Option("--policy", help="Policy YAML file (default: the bundled reference policy)."),
-]
-
-
-def default_cases_path() -> Path:
-    """The bundled example cases: $CREDIT_EXAMPLES, else examples/cases.jsonl beside the
-    source tree, else under the current directory."""
-    env = os.environ.get("CREDIT_EXAMPLES")
-    if env:
-        return Path(env)
-    beside = Path(__file__).resolve().parents[2] / "examples" / "cases.jsonl"
-    return beside if beside.exists() else Path("examples") / "cases.jsonl"
+__all__ = ["EVAL_SUITES", "decide", "eval_command", "register", "run"]
 
 
 def _policy(path: Path | None) -> Policy:
-    try:
-        return load_policy(path) if path else default_policy()
-    except PolicyError as e:
-        err.print(f"[red]error:[/red] {e}", highlight=False)
-        raise typer.Exit(EXIT_BAD_INPUT) from None
+    return load_policy_or_exit(path)
 
 
 class _InternalError:
@@ -113,6 +58,8 @@ class _InternalError:
 
 
 def _decide_line(entry: CaseLine, policy: Policy) -> Underwriting | InputError | _InternalError:
+    from credit.underwriting import decide_case
+
     if entry.error is not None:
         return entry.error
     assert entry.case is not None
@@ -137,7 +84,6 @@ def _report_failures(failures: list[InputError], total: int) -> None:
         err.print(f"  {failure}", highlight=False, markup=False)
 
 
-@app.command()
 def decide(
     file: Annotated[Path, typer.Argument(help="One case (.json) or a batch (.jsonl).")],
     policy: PolicyOption = None,
@@ -147,6 +93,9 @@ def decide(
     Each case is read by the one case reader (docs/case-format.md) and checked against
     the policy (in force on its asOf, the score on its scale) before it is decided; a
     bad case is named on stderr and every other case is still decided (exit 2)."""
+    from credit.canonical import dumps
+    from credit.cases import iter_cases
+
     pol = _policy(policy)
     failures: list[InputError] = []
     internal: list[_InternalError] = []
@@ -168,7 +117,7 @@ def decide(
     _report_failures(failures, total)
     for problem in internal:
         err.print(f"  {problem.text}", highlight=False, markup=False)
-        if _STATE.debug:
+        if STATE.debug:
             err.print(problem.trace, highlight=False, markup=False)
     if internal:
         raise typer.Exit(EXIT_FAILED)
@@ -177,6 +126,8 @@ def decide(
 
 
 def _governance_table(summary: RunSummary) -> Table:
+    from rich.table import Table
+
     table = Table(title="Governance")
     table.add_column("step")
     table.add_column("count", justify="right")
@@ -253,7 +204,6 @@ DatabaseOption = Annotated[
 ]
 
 
-@app.command()
 def run(
     file: Annotated[
         Path | None, typer.Argument(help="A batch (.jsonl); default: the bundled example cases.")
@@ -289,6 +239,16 @@ def run(
     line, case, field) and every other case goes on: exit 2. A case whose turn, review
     or notice failed for another reason is one failed work item for a person, named
     too: exit 1. A re-run names the same cases and journals nothing more."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TaskID,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    from credit.cli.tables import outcome_table
     from credit.journal import open_store
     from credit.journal.signer import checkpoints_dir, ensure_journal_key
     from credit.notices import DirectoryOutbox
@@ -315,7 +275,7 @@ def run(
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
-            console=err,
+            console=err.console,
         ) as progress,
     ):
         tasks: dict[str, TaskID] = {}
@@ -367,7 +327,6 @@ def run(
 EVAL_SUITES = ("policy-boundary", "thin-file", "fairness-guard")
 
 
-@app.command("eval")
 def eval_command(
     policy: PolicyOption = None,
     underwriter: UnderwriterOption = "rules",
@@ -385,6 +344,8 @@ def eval_command(
     """Run the evals (policy boundary, thin file, fairness guard) against the rules
     underwriter, or with --underwriter claude against the model at $ANTHROPIC_BASE_URL,
     each case one governed turn; exit 1 if any row fails."""
+    from rich.table import Table
+
     from credit.evals import run_all
     from credit.evals.runner import run_boundary, run_fairness, run_thin_file
     from credit.fairness_terms import default_prohibited_terms
@@ -434,38 +395,8 @@ def eval_command(
         raise typer.Exit(EXIT_FAILED)
 
 
-app.add_typer(journal_app, name="journal")
-register_notices(app)
-register_governance(app)
-import credit.cli_batch  # noqa: E402  (registers `credit batch`, `credit backtest`)
-import credit.cli_bundle  # noqa: E402  (registers `credit export`, `credit verify-bundle`)
-import credit.cli_mcp  # noqa: E402  (registers `credit mcp`)
-import credit.cli_outbox  # noqa: E402  (registers `credit outbox`)
-import credit.cli_service  # noqa: E402  (registers `credit serve`, `keys`, `db`)
-import credit.cli_spark  # noqa: E402  (registers `credit spark`)
-import credit.cli_why  # noqa: E402, F401  (registers `credit why`, `credit replay`)
-
-
-def main() -> None:
-    """The ``credit`` command. Every error ends in one line on stderr naming it (exit 2
-    for bad input, 1 otherwise); ``credit --debug ...`` prints the traceback too."""
-    try:
-        app()
-    except CreditError as e:  # a last line of defence: never a traceback for our errors
-        if _STATE.debug:
-            traceback.print_exc()
-        err.print(f"[red]error:[/red] {escape(str(e))}", highlight=False)
-        sys.exit(EXIT_BAD_INPUT if isinstance(e, ValueError) else EXIT_FAILED)
-    except Exception as e:  # nor for any other error, unless --debug
-        if _STATE.debug:
-            traceback.print_exc()
-        hint = "" if _STATE.debug else " (run with credit --debug for the traceback)"
-        err.print(
-            f"[red]error:[/red] {escape(f'internal error ({type(e).__name__}: {e}){hint}')}",
-            highlight=False,
-        )
-        sys.exit(EXIT_FAILED)
-
-
-if __name__ == "__main__":
-    main()
+def register(app: typer.Typer) -> None:
+    """Register ``credit decide``, ``credit run`` and ``credit eval`` on ``app``."""
+    app.command()(decide)
+    app.command()(run)
+    app.command("eval")(eval_command)

@@ -11,7 +11,7 @@ cases under both policies and shows what changes (docs/batch.md).
 Exit status: 0 success; 2 bad input (each bad row is named on stderr by file, line or
 row, case and field; every other row is still decided and written).
 
-Registered on the ``credit`` app by one import line in :mod:`credit.cli`.
+Registered on the ``credit`` app by its ``register`` (called in :mod:`credit.cli`).
 """
 
 from __future__ import annotations
@@ -22,21 +22,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-from rich.table import Table
 
-from credit.cli import EXIT_BAD_INPUT, app
-from credit.cli_tables import outcome_table
+from credit.cli.common import EXIT_BAD_INPUT, LazyConsole
 from credit.errors import CreditError, InputError, MissingExtraError, PolicyError
-from credit.policy import Policy, default_policy, load_policy
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+    from rich.table import Table
+
+    from credit.policy import Policy
 
 if TYPE_CHECKING:
     from credit.batch.whatif import Backtest
@@ -50,8 +44,8 @@ batch_app = typer.Typer(
     help="The columnar batch underwriter (the optional 'batch' extra).",
 )
 # Tables are read in logs and CI as often as in a terminal: no narrower than 120 there.
-_out = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 120)
-_err = Console(stderr=True, soft_wrap=True)
+_out = LazyConsole(width=None if sys.stdout.isatty() else 120)
+_err = LazyConsole(stderr=True)
 _SHOWN_PROBLEMS = 20
 
 
@@ -61,6 +55,8 @@ def _fail(message: object, status: int = EXIT_BAD_INPUT) -> typer.Exit:
 
 
 def _load(path: Path | None) -> Policy:
+    from credit.policy import default_policy, load_policy
+
     try:
         return load_policy(path) if path else default_policy()
     except PolicyError as e:
@@ -82,6 +78,15 @@ def _need_batch() -> None:
 
 
 def _progress() -> Progress:
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -89,7 +94,7 @@ def _progress() -> Progress:
         TextColumn("{task.fields[rate]}"),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
-        console=_err,
+        console=_err.console,
         transient=False,
     )
 
@@ -129,6 +134,8 @@ def batch_decide(
     ] = None,
 ) -> None:
     """Decide a case file column by column; write one decision row per case read."""
+    from credit.cli.tables import outcome_table
+
     _need_batch()
     import time
 
@@ -195,6 +202,8 @@ def _pct(value: float | None) -> str:
 
 
 def _transitions_table(result: Backtest) -> Table:
+    from rich.table import Table
+
     table = Table(title=f"Decisions that change, A -> B ({result.changed:,} of {result.cases:,})")
     for column in ("A", "B", "cases", "sample case ids"):
         table.add_column(column, justify="right" if column == "cases" else "left")
@@ -206,6 +215,8 @@ def _transitions_table(result: Backtest) -> Table:
 
 
 def _rates_table(result: Backtest) -> Table:
+    from rich.table import Table
+
     table = Table(title="Approval rate by product and score band (approved / decided)")
     for column in ("product", "band", "A cases", "A rate", "B cases", "B rate", "change"):
         table.add_column(column, justify="left" if column in ("product", "band") else "right")
@@ -234,6 +245,8 @@ def _rates_table(result: Backtest) -> Table:
 
 
 def _air_table(a: PortfolioReport, b: PortfolioReport, attribute: str) -> Table:
+    from rich.table import Table
+
     table = Table(title=f"Adverse impact ratio by {attribute} (reference: the highest rate)")
     for column in ("group", "A rate", "A AIR", "A flag", "B rate", "B AIR", "B flag"):
         table.add_column(
@@ -312,5 +325,7 @@ def backtest_command(
         raise typer.Exit(EXIT_BAD_INPUT)
 
 
-app.add_typer(batch_app, name="batch")
-app.command("backtest")(backtest_command)
+def register(app: typer.Typer) -> None:
+    """Register this module's commands on the ``credit`` app."""
+    app.add_typer(batch_app, name="batch")
+    app.command("backtest")(backtest_command)

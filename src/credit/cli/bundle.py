@@ -2,7 +2,7 @@
 examiner's bundle (:mod:`credit.journal.bundle`), written from the journal and checked
 offline with no database. ``verify-bundle`` exits 0 when everything holds, 1 naming
 each thing that fails, 2 when the file cannot be read. Registered on the ``credit``
-app by one import line in :mod:`credit.cli`.
+app by its ``register`` (called in :mod:`credit.cli`).
 """
 
 from __future__ import annotations
@@ -11,24 +11,20 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
-from credit.cli import app
-from credit.cli_journal import CheckpointsOption, DatabaseOption, PublicKeyOption, SchemaOption
+from credit.cli.common import DatabaseOption, LazyConsole, SchemaOption, escape
+from credit.cli.journal import CheckpointsOption, PublicKeyOption
 from credit.errors import CreditError
-from credit.journal.bundle import export_bundle, verify_bundle
 
 __all__: list[str] = []
 
 EXIT_FAILS = 1
 EXIT_BAD_INPUT = 2
 
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
+out = LazyConsole()
+err = LazyConsole(stderr=True)
 
 
-@app.command("export")
 def export_command(
     case: Annotated[str, typer.Argument(help="The case to bundle.")],
     out_path: Annotated[Path, typer.Option("--out", help="The bundle to write (a .zip).")],
@@ -42,8 +38,9 @@ def export_command(
 ) -> None:
     """Write the case, its decision, notice and verification report, its journal
     entries with their inclusion proofs, the checkpoint and the public key to a zip."""
-    from credit.cli_journal import newest_signed
+    from credit.cli.journal import newest_signed
     from credit.journal import open_store
+    from credit.journal.bundle import export_bundle
     from credit.notices.outbox import DirectoryOutbox
 
     try:
@@ -68,13 +65,14 @@ def export_command(
     )
 
 
-@app.command("verify-bundle")
 def verify_bundle_command(
     bundle: Annotated[Path, typer.Argument(help="A bundle written by credit export.")],
 ) -> None:
     """Check a bundle offline, with no database: the checkpoint's signature, every
     entry's hash and inclusion proof, the case document, the decision and the notice
     against the journaled hashes. Exit 1 naming what fails."""
+    from credit.journal.bundle import verify_bundle
+
     if not bundle.is_file():
         err.print(f"[red]error:[/red] no bundle at {escape(str(bundle))}", highlight=False)
         raise typer.Exit(EXIT_BAD_INPUT)
@@ -92,3 +90,9 @@ def verify_bundle_command(
         highlight=False,
         markup=False,
     )
+
+
+def register(app: typer.Typer) -> None:
+    """Register this module's commands on the ``credit`` app."""
+    app.command("export")(export_command)
+    app.command("verify-bundle")(verify_bundle_command)

@@ -5,7 +5,7 @@ A thin adapter over :mod:`credit.batch.spark` (imported only when the command ru
 input (a policy file, a missing extra, an unreadable input, an existing output without
 ``--overwrite``). Submitting to a cluster instead: docs/spark.md.
 
-Registered on the ``credit`` app by one import line in :mod:`credit.cli`.
+Registered on the ``credit`` app by its ``register`` (called in :mod:`credit.cli`).
 """
 
 from __future__ import annotations
@@ -14,10 +14,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
-from credit.cli import EXIT_BAD_INPUT, app
+from credit.cli.common import EXIT_BAD_INPUT, LazyConsole, escape
 from credit.errors import CreditError
 
 __all__ = ["spark_app", "spark_decide"]
@@ -27,8 +25,8 @@ spark_app = typer.Typer(
     no_args_is_help=True,
     help="Run the columnar underwriter on Apache Spark (the optional 'spark' extra).",
 )
-_out = Console(soft_wrap=True)
-_err = Console(stderr=True, soft_wrap=True)
+_out = LazyConsole()
+_err = LazyConsole(stderr=True)
 
 
 @spark_app.command("decide")
@@ -84,4 +82,6 @@ def spark_decide(
         raise typer.Exit(EXIT_BAD_INPUT)
 
 
-app.add_typer(spark_app, name="spark")
+def register(app: typer.Typer) -> None:
+    """Register this module's commands on the ``credit`` app."""
+    app.add_typer(spark_app, name="spark")

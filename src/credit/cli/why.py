@@ -5,38 +5,32 @@
 same as one document. ``credit replay CASE`` / ``credit replay --all`` re-derives each
 recorded decision from the journaled case document and the policy version it cites,
 alone (:mod:`credit.journal.replay`), and compares bit for bit: exit 1 naming the case
-and the field on any difference, 2 bad input. Registered on the ``credit`` app by one
-import line in :mod:`credit.cli`.
+and the field on any difference, 2 bad input. Registered on the ``credit`` app by its ``register``
+(called in :mod:`credit.cli`).
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
-from credit.canonical import dumps
-from credit.casework import CaseWork
-from credit.cli import app
-from credit.cli_journal import DatabaseOption, SchemaOption
+from credit.cli.common import DatabaseOption, LazyConsole, SchemaOption, escape
 from credit.errors import CreditError
-from credit.journal import SqlStore, open_store
-from credit.journal.replay import Replay, replay_case
-from credit.journal.why import explain, why_text
-from credit.notices.outbox import InMemoryOutbox
-from credit.policy import PolicyRegistry, load_policy
+
+if TYPE_CHECKING:
+    from credit.journal import SqlStore
+    from credit.journal.replay import Replay
 
 __all__: list[str] = []
 
 EXIT_DIFFERS = 1
 EXIT_BAD_INPUT = 2
 
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
+out = LazyConsole()
+err = LazyConsole(stderr=True)
 
 
 def _fail(e: BaseException) -> typer.Exit:
@@ -45,13 +39,14 @@ def _fail(e: BaseException) -> typer.Exit:
 
 
 def _store(database: str | None, schema: str | None) -> SqlStore:
+    from credit.journal import open_store
+
     try:
         return open_store(database, schema=schema, create=False)
     except CreditError as e:
         raise _fail(e) from None
 
 
-@app.command("why")
 def why_command(
     case: Annotated[str, typer.Argument(help="The case to explain.")],
     as_json: Annotated[bool, typer.Option("--json", help="One JSON document.")] = False,
@@ -61,6 +56,11 @@ def why_command(
     """Why the case was decided as it was: the policy, each methodology step, the
     decision and terms, the reasons, the notice and V1-V8, both reviews, who acted and
     when, each with its journal sequence number."""
+    from credit.canonical import dumps
+    from credit.casework import CaseWork
+    from credit.journal.why import explain, why_text
+    from credit.notices.outbox import InMemoryOutbox
+
     store = _store(database, schema)
     try:
         entries = list(store.authenticate(store.entries(case)))
@@ -78,7 +78,6 @@ def why_command(
         sys.stdout.write(why_text(document))
 
 
-@app.command("replay")
 def replay_command(
     case: Annotated[str | None, typer.Argument(help="The case to replay.")] = None,
     every: Annotated[bool, typer.Option("--all", help="Replay every decided case.")] = False,
@@ -92,6 +91,10 @@ def replay_command(
 ) -> None:
     """Re-derive each recorded decision from the journaled case document and the policy
     it cites, alone, and compare bit for bit (exit 1 naming the case and field)."""
+    from credit.canonical import dumps
+    from credit.journal.replay import replay_case
+    from credit.policy import PolicyRegistry, load_policy
+
     if (case is None) == (not every):
         raise _fail(CreditError("name one case, or give --all"))
     try:
@@ -137,3 +140,9 @@ def replay_command(
         )
     if failed:
         raise typer.Exit(EXIT_DIFFERS)
+
+
+def register(app: typer.Typer) -> None:
+    """Register this module's commands on the ``credit`` app."""
+    app.command("why")(why_command)
+    app.command("replay")(replay_command)

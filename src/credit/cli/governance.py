@@ -31,28 +31,23 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from decimal import Decimal
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console, JustifyMethod
-from rich.markup import escape
-from rich.table import Table
 
-from credit.canonical import dumps
-from credit.casework import CaseWork
+from credit.cli.common import DatabaseOption, LazyConsole, escape
 from credit.errors import CreditError, InputError
-from credit.governance.keystone import Keystone, KeystoneStatus
-from credit.governance.portfolio import (
-    FLAG_ADVERSE_IMPACT,
-    FLAG_INSUFFICIENT,
-    FLAG_REFERENCE,
-    FLAG_WATCH,
-    GroupStat,
-    PortfolioReport,
-)
-from credit.journal import DATABASE_URL_ENV, DEFAULT_DATABASE_URL, SqlStore, open_store
-from credit.lifecycle import CaseLife
-from credit.roles import Actor
+
+if TYPE_CHECKING:
+    from rich.console import JustifyMethod
+    from rich.table import Table
+
+    from credit.casework import CaseWork
+    from credit.governance.keystone import KeystoneStatus
+    from credit.governance.portfolio import GroupStat, PortfolioReport
+    from credit.journal import SqlStore
+    from credit.lifecycle import CaseLife
+    from credit.roles import Actor
 
 __all__ = ["fairness", "register_governance", "review_app"]
 
@@ -60,23 +55,14 @@ EXIT_REFUSED = 1
 EXIT_BAD_INPUT = 2
 API_KEY_ENV = "CREDIT_API_KEY"
 
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
+out = LazyConsole()
+err = LazyConsole(stderr=True)
 
 review_app = typer.Typer(
     add_completion=False,
     help="The Keystone gate: list held decisions; a person releases or rejects them.",
 )
 
-DatabaseOption = Annotated[
-    str | None,
-    typer.Option(
-        "--database",
-        "--db",
-        help=f"Database URL (default: ${DATABASE_URL_ENV}, else {DEFAULT_DATABASE_URL}).",
-        show_default=False,
-    ),
-]
 CaseArgument = Annotated[str, typer.Argument(help="The case id.")]
 ReasonOption = Annotated[str, typer.Option("--reason", help="Why, for the journal.")]
 
@@ -88,6 +74,8 @@ def _fail(e: CreditError) -> typer.Exit:
 
 @contextmanager
 def _store(database: str | None) -> Iterator[SqlStore]:
+    from credit.journal import open_store
+
     try:
         store = open_store(database, create=False)
     except CreditError as e:
@@ -116,6 +104,10 @@ def review_list(ctx: typer.Context, database: DatabaseOption = None) -> None:
     """List the cases the Keystone gate holds (not yet released or rejected)."""
     if ctx.invoked_subcommand is not None:
         return
+    from rich.table import Table
+
+    from credit.governance.keystone import Keystone
+
     with _store(database) as store:
         try:
             held = Keystone(store).held_cases()
@@ -139,6 +131,8 @@ def review_list(ctx: typer.Context, database: DatabaseOption = None) -> None:
 @review_app.command("show")
 def review_show(case: CaseArgument, database: DatabaseOption = None) -> None:
     """Show a case's standing at the gate and every review finding."""
+    from credit.governance.keystone import Keystone
+
     with _store(database) as store:
         try:
             keystone = Keystone(store)
@@ -167,6 +161,8 @@ def review_run(
     database: DatabaseOption = None,
 ) -> None:
     """Run Equipoise and Backstop on cases awaiting review; release or hold each."""
+    from credit.governance.keystone import Keystone
+
     with _store(database) as store:
         keystone = Keystone(store)
         try:
@@ -213,6 +209,7 @@ def _actor(key: str | None, database: str | None) -> Actor:
 
 @contextmanager
 def _work(database: str | None, outbox: Path) -> Iterator[CaseWork]:
+    from credit.casework import CaseWork
     from credit.notices import DirectoryOutbox
 
     with _store(database) as store:
@@ -403,6 +400,10 @@ def queue(
     """The work queue: every case not at a final action, one item each, with the role
     that works it and its Regulation B deadline (12 CFR 1002.9(a)(1)). The system first
     finishes its own pending work (a review, a notice a crash left half way)."""
+    from rich.table import Table
+
+    from credit.canonical import dumps
+
     with _work(database, outbox) as work:
         try:
             items = work.queue()
@@ -446,6 +447,9 @@ def catalogue(
 ) -> None:
     """The reason catalogue: every code, its category and kind, and whether a person
     deciding a case by hand may cite it."""
+    from rich.table import Table
+
+    from credit.canonical import dumps
     from credit.catalogue import default_catalogue
 
     cat = default_catalogue()
@@ -490,20 +494,27 @@ def _interval(ci: tuple[float, float] | None, fmt: str) -> str:
     return f"[{low:.2f}, {high:.2f}]"
 
 
-_FLAG_STYLE = {
-    FLAG_ADVERSE_IMPACT: "bold red",
-    FLAG_WATCH: "yellow",
-    FLAG_INSUFFICIENT: "dim",
-    FLAG_REFERENCE: "cyan",
-}
-
-
 def _flag(stat: GroupStat) -> str:
-    style = _FLAG_STYLE.get(stat.flag)
+    from credit.governance.portfolio import (
+        FLAG_ADVERSE_IMPACT,
+        FLAG_INSUFFICIENT,
+        FLAG_REFERENCE,
+        FLAG_WATCH,
+    )
+
+    styles = {
+        FLAG_ADVERSE_IMPACT: "bold red",
+        FLAG_WATCH: "yellow",
+        FLAG_INSUFFICIENT: "dim",
+        FLAG_REFERENCE: "cyan",
+    }
+    style = styles.get(stat.flag)
     return f"[{style}]{escape(stat.flag)}[/{style}]" if style else escape(stat.flag)
 
 
 def fairness_table(report: PortfolioReport) -> Table:
+    from rich.table import Table
+
     level = f"{report.confidence_level * 100:.0f}%"
     table = Table(
         title=(

@@ -10,28 +10,27 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
-from credit.canonical import dumps
-from credit.errors import CreditError, InputError, JournalIntegrityError
-from credit.journal import DATABASE_URL_ENV, DEFAULT_DATABASE_URL, SqlStore, open_store
-from credit.journal.audit import AuditReport, Finding, KeptCheckpoint, load_checkpoints
-from credit.journal.keys import VerifierKey, keygen, load_verifier
-from credit.journal.signer import (
+from credit.cli.common import (
     CHECKPOINTS_ENV,
     DEFAULT_KEY_NAME,
-    JournalKey,
-    checkpoints_dir,
-    key_path,
-    load_journal_key,
+    DatabaseOption,
+    LazyConsole,
+    SchemaOption,
+    escape,
 )
-from credit.journal.tree import inclusion, newest_checkpoint, root_b64
+from credit.errors import CreditError, InputError, JournalIntegrityError
 
-__all__ = ["journal_app"]
+if TYPE_CHECKING:
+    from credit.journal import SqlStore
+    from credit.journal.audit import AuditReport, Finding, KeptCheckpoint
+    from credit.journal.keys import VerifierKey
+    from credit.journal.signer import JournalKey
+
+__all__ = ["CheckpointsOption", "PublicKeyOption", "case_proof", "journal_app", "newest_signed"]
 
 EXIT_BROKEN = 1
 EXIT_BAD_INPUT = 2
@@ -41,25 +40,13 @@ journal_app = typer.Typer(
     no_args_is_help=True,
     help="The hash-chained case journal: verify the chain, show entries.",
 )
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
-
-DatabaseOption = Annotated[
-    str | None,
-    typer.Option(
-        "--database",
-        "--db",
-        help=f"Database URL (default: ${DATABASE_URL_ENV}, else {DEFAULT_DATABASE_URL}).",
-        show_default=False,
-    ),
-]
-SchemaOption = Annotated[
-    str | None,
-    typer.Option("--schema", help="PostgreSQL schema holding the journal tables."),
-]
+out = LazyConsole()
+err = LazyConsole(stderr=True)
 
 
 def _open(database: str | None, schema: str | None, key: JournalKey | None = None) -> SqlStore:
+    from credit.journal import open_store
+
     try:
         return open_store(database, schema=schema, create=False, key=key)
     except CreditError as e:
@@ -97,6 +84,9 @@ def _fail(e: BaseException) -> typer.Exit:
 
 def _keys(public_key: Path | None) -> tuple[JournalKey | None, VerifierKey | None]:
     """The signing key if at hand (to check MACs), and the verifier key."""
+    from credit.journal.keys import load_verifier
+    from credit.journal.signer import key_path, load_journal_key
+
     path = key_path()
     key = load_journal_key(path) if path.exists() else None
     if public_key is not None:
@@ -117,6 +107,9 @@ def verify(
     """Walk the whole journal: the chain, every entry's MAC (with the signing key), the
     tree against every signed checkpoint, and the decision, case and vault rows
     against the chain. Exit 0 when all hold, 1 naming what fails."""
+    from credit.journal.audit import load_checkpoints
+    from credit.journal.signer import checkpoints_dir
+
     folder = checkpoints_dir(checkpoints)
     try:
         key, verifier = _keys(public_key)
@@ -145,6 +138,8 @@ def verify(
 
 
 def _print_report(report: AuditReport, findings: Sequence[Finding], folder: Path) -> None:
+    from credit.journal.tree import root_b64
+
     chain = [f for f in findings if f.check == "chain"]
     if chain:
         first = chain[0]
@@ -187,6 +182,8 @@ def show(
     schema: SchemaOption = None,
 ) -> None:
     """Print the entries as JSON Lines in chain order: {seq, caseId, kind, payload, ...}."""
+    from credit.canonical import dumps
+
     store = _open(database, schema)
     try:
         entries = store.entries(case_id=case, kinds=kind or None)
@@ -212,6 +209,8 @@ def keygen_command(
 ) -> None:
     """Make an Ed25519 journal signing key at PATH (mode 0600) and its verifier key at
     PATH.pub. Select it with $CREDIT_SIGNING_KEY; it never goes into the database."""
+    from credit.journal.keys import keygen
+
     try:
         key = keygen(out_path, name, overwrite=overwrite)
     except CreditError as e:
@@ -229,6 +228,8 @@ def checkpoint(
     """Sign the tree head (origin, size, root hash) as a C2SP checkpoint and keep it in
     the checkpoints folder. Refused (exit 1) when the tree no longer extends the newest
     checkpoint kept (entries cut or history rewritten)."""
+    from credit.journal.signer import checkpoints_dir, load_journal_key
+
     folder = checkpoints_dir(checkpoints)
     try:
         key = load_journal_key()
@@ -259,6 +260,8 @@ def prove(
     """Print, as one JSON document, the inclusion proof of each of the case's entries
     against the newest signed checkpoint (entries after it are listed as not yet
     covered)."""
+    from credit.canonical import dumps
+
     try:
         _, _, newest = newest_signed(checkpoints, public_key)
     except CreditError as e:
@@ -280,6 +283,9 @@ def newest_signed(
 ) -> tuple[JournalKey | None, VerifierKey, KeptCheckpoint]:
     """The signing key if at hand, the verifier key and the newest signed checkpoint
     (InputError when there is no verifier key or no checkpoint)."""
+    from credit.journal.signer import checkpoints_dir
+    from credit.journal.tree import newest_checkpoint
+
     folder = checkpoints_dir(checkpoints)
     key, verifier = _keys(public_key)
     if verifier is None:
@@ -292,6 +298,8 @@ def newest_signed(
 
 def case_proof(store: SqlStore, case_id: str, newest: KeptCheckpoint) -> dict[str, object]:
     """The case's entries' inclusion proofs against ``newest`` (a JSON document)."""
+    from credit.journal.tree import inclusion, root_b64
+
     entries = store.entries(case_id)
     size = newest.size
     covered = [e.seq for e in entries if e.seq <= size]

@@ -3,8 +3,8 @@
 A thin adapter over :mod:`credit.service` and :mod:`credit.migrations`. ``serve`` runs
 the HTTP API under uvicorn; with ``--workers N`` each worker process builds its own app
 from the ``CREDIT_*`` environment this command sets (the database URL and schema, the
-outbox, a session secret shared by the workers). Registered on the ``credit`` app by
-one import line in :mod:`credit.cli`.
+outbox, a session secret shared by the workers). Registered on the ``credit`` app by its
+``register`` (called in :mod:`credit.cli`).
 """
 
 from __future__ import annotations
@@ -17,17 +17,14 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
-from credit.cli import EXIT_BAD_INPUT, app
+from credit.cli.common import EXIT_BAD_INPUT, LazyConsole, escape
 from credit.errors import CreditError
 
 __all__ = ["db_app", "keys_app", "serve_command"]
 
-_out = Console(soft_wrap=True)
-_err = Console(stderr=True, soft_wrap=True)
+_out = LazyConsole()
+_err = LazyConsole(stderr=True)
 
 keys_app = typer.Typer(help="API keys: one per caller, each with one role (stored hashed).")
 db_app = typer.Typer(help="The journal's database: schema migrations (Alembic).")
@@ -52,7 +49,6 @@ def _fail(e: CreditError) -> typer.Exit:
     return typer.Exit(EXIT_BAD_INPUT)
 
 
-@app.command("serve")
 def serve_command(
     host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="TCP port.", min=0, max=65535)] = 8000,
@@ -160,6 +156,8 @@ def keys_create(
 @keys_app.command("list")
 def keys_list(database: DatabaseOption = None, schema: SchemaOption = None) -> None:
     """List the API keys (id, name, role, created); never the keys themselves."""
+    from rich.table import Table
+
     from credit.service.keys import SqlKeyStore
     from credit.service.tables import ServiceDb
 
@@ -227,5 +225,8 @@ def db_upgrade(
         _out.print(f"{where}: upgraded from {before or 'an empty database'} to {after}")
 
 
-app.add_typer(keys_app, name="keys")
-app.add_typer(db_app, name="db")
+def register(app: typer.Typer) -> None:
+    """Register this module's commands on the ``credit`` app."""
+    app.command("serve")(serve_command)
+    app.add_typer(keys_app, name="keys")
+    app.add_typer(db_app, name="db")

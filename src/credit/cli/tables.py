@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING
 
-from rich.table import Table
+if TYPE_CHECKING:
+    from rich.table import Table
+
 
 __all__ = ["outcome_table"]
 
@@ -15,6 +18,8 @@ BANDS = ("prime", "near-prime", "subprime", "unscored")
 def outcome_table(counts: Counter[tuple[str, str, str]]) -> Table:
     """Decisions counted by (product, band, outcome), a row per product and band with a
     total row."""
+    from rich.table import Table
+
     table = Table(title="Outcomes by product and score band")
     table.add_column("product")
     table.add_column("band")

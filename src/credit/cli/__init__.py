@@ -1,0 +1,153 @@
+"""The ``credit`` command line: a thin adapter over the core (no domain logic here).
+
+Exit status: 0 success, 1 an eval or check failed (or an internal error), 2 bad input
+(the message names the source, line, case and field; in a batch every other case is
+still decided). No command prints a traceback unless ``credit --debug`` is given:
+:func:`main` reports any error it did not expect in one line naming it.
+
+The package, one module per group of commands, in layers (``.importlinter`` holds
+them, so no module imports another in a circle):
+
+- this module: the typer app, its global options, the table of every command and the
+  module that registers it (:data:`COMMANDS`: a command's module is imported when the
+  command runs or a help lists it), and :func:`main`;
+- the commands: :mod:`~credit.cli.run` (decide, run, eval), :mod:`~credit.cli.notices`
+  (notice, verify, mutate, lock), :mod:`~credit.cli.governance` (review, queue,
+  catalogue, fairness), :mod:`~credit.cli.batch`, :mod:`~credit.cli.spark`,
+  :mod:`~credit.cli.service` (serve, keys, db), :mod:`~credit.cli.why` (why, replay),
+  :mod:`~credit.cli.outbox`, :mod:`~credit.cli.bundle` (export, verify-bundle),
+  :mod:`~credit.cli.mcp`;
+- what commands share: :mod:`~credit.cli.journal` (``credit journal``, and the
+  checkpoint helpers the bundle uses), :mod:`~credit.cli.tables`,
+  :mod:`~credit.cli.common` (exit codes, consoles, shared options).
+
+Start-up is kept short: only the module of the command that runs is imported; the
+modules import typer and the standard library at their top level, and the core, the
+journal, rich and the extras inside the commands that use them
+(``tests/test_cli_startup.py`` pins it; ``benchmarks/bench_cli.py`` times it).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import traceback
+from typing import TYPE_CHECKING, Annotated, Final
+
+import typer
+from typer.core import TyperGroup
+
+from credit.cli.common import EXIT_BAD_INPUT, EXIT_FAILED, STATE, err, escape
+
+if TYPE_CHECKING:
+    from typer._click import Command, Context
+
+__all__ = ["COMMANDS", "app", "main"]
+
+# Each command of ``credit``, in the order the help lists them (the commands, then the
+# groups of commands), and the module of credit.cli that registers it. A command's module
+# is imported when that command is run or a help lists it, not before
+# (tests/test_cli_startup.py pins this table to what the modules register).
+COMMANDS: Final[dict[str, str]] = {
+    "decide": "run",
+    "run": "run",
+    "eval": "run",
+    "notice": "notices",
+    "verify": "notices",
+    "mutate": "notices",
+    "lock": "notices",
+    "queue": "governance",
+    "catalogue": "governance",
+    "fairness": "governance",
+    "backtest": "batch",
+    "export": "bundle",
+    "verify-bundle": "bundle",
+    "mcp": "mcp",
+    "serve": "service",
+    "why": "why",
+    "replay": "why",
+    "journal": "journal",
+    "review": "governance",
+    "batch": "batch",
+    "outbox": "outbox",
+    "keys": "service",
+    "db": "service",
+    "spark": "spark",
+}
+
+
+def register_module(name: str, app: typer.Typer) -> None:
+    """Register the commands of ``credit.cli.<name>`` on ``app``."""
+    module = importlib.import_module(f"credit.cli.{name}")
+    if name == "journal":
+        app.add_typer(module.journal_app, name="journal")
+    elif name == "notices":
+        module.register_notices(app)
+    elif name == "governance":
+        module.register_governance(app)
+    else:
+        module.register(app)
+
+
+class _Commands(TyperGroup):
+    """The ``credit`` group: each command built from its module on first use."""
+
+    def list_commands(self, ctx: Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
+        name = COMMANDS.get(cmd_name)
+        if name is not None and cmd_name not in self.commands:
+            commands = typer.Typer()
+            commands.callback()(_no_options)  # a group, even of one command
+            register_module(name, commands)
+            built = typer.main.get_group(commands)
+            for command_name, command in built.commands.items():
+                self.commands.setdefault(command_name, command)
+        return self.commands.get(cmd_name)
+
+
+def _no_options() -> None:
+    """The commands of one module, built together."""
+
+
+app = typer.Typer(
+    cls=_Commands,
+    add_completion=False,
+    no_args_is_help=True,
+    help="Governed consumer credit decisioning (auto loans and credit cards).",
+)
+
+
+@app.callback()
+def _global_options(
+    debug: Annotated[
+        bool,
+        typer.Option("--debug", help="On an unexpected error, print its traceback too."),
+    ] = False,
+) -> None:
+    """Governed consumer credit decisioning (auto loans and credit cards)."""
+    STATE.debug = debug
+
+
+def main() -> None:
+    """The ``credit`` command. Every error ends in one line on stderr naming it (exit 2
+    for bad input, 1 otherwise); ``credit --debug ...`` prints the traceback too."""
+    from credit.errors import CreditError
+
+    try:
+        app()
+    except CreditError as e:  # a last line of defence: never a traceback for our errors
+        if STATE.debug:
+            traceback.print_exc()
+        err.print(f"[red]error:[/red] {escape(str(e))}", highlight=False)
+        sys.exit(EXIT_BAD_INPUT if isinstance(e, ValueError) else EXIT_FAILED)
+    except Exception as e:  # nor for any other error, unless --debug
+        if STATE.debug:
+            traceback.print_exc()
+        hint = "" if STATE.debug else " (run with credit --debug for the traceback)"
+        err.print(
+            f"[red]error:[/red] {escape(f'internal error ({type(e).__name__}: {e}){hint}')}",
+            highlight=False,
+        )
+        sys.exit(EXIT_FAILED)

@@ -1,0 +1,5 @@
+"""``python -m credit.cli``: the ``credit`` command."""
+
+from credit.cli import main
+
+main()

@@ -1,0 +1,275 @@
+"""The command line starts light: ``import credit.cli`` and every ``--help`` import typer
+and the command line's own modules, never the core, the journal or a heavy library;
+``credit decide`` and ``credit verify`` import only what deciding or verifying needs;
+and no module of :mod:`credit.cli` imports another in a circle.
+
+Each check runs in a fresh interpreter (this process has imported everything already)
+and reads its ``sys.modules``. ``benchmarks/bench_cli.py`` times the same commands.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import grimp
+import pytest
+import typer
+from typer.main import get_group
+from typer.testing import CliRunner
+
+import credit.journal.signer
+import credit.journal.sql
+from credit.cli import COMMANDS, app, common, register_module
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "cases.jsonl"
+
+# Libraries that cost tens or hundreds of milliseconds to import, none of which the
+# command line needs before a command runs.
+HEAVY = (
+    "sqlalchemy",
+    "numpy",
+    "polars",
+    "pyarrow",
+    "pandas",
+    "pyspark",
+    "matplotlib",
+    "fastapi",
+    "starlette",
+    "uvicorn",
+    "mcp",
+    "pydantic",
+    "yaml",
+    "cryptography",
+    "alembic",
+    "jinja2",
+    "reportlab",
+    "claude_agent_sdk",
+)
+# typer (0.29) coerces a command's parameters through pydantic TypeAdapters, so the help
+# of any command below the top, and every command's run, imports pydantic: typer's own
+# import, not the core's (whose models stay unimported; ``credit --help`` imports none).
+TYPERS_OWN = ("pydantic", "pydantic_core", "typing_inspection", "annotated_types")
+# Of credit itself, the help may import the package, the command line and the errors.
+LIGHT_CREDIT = ("credit", "credit.cli", "credit.errors")
+
+
+def imported_after(code: str) -> set[str]:
+    """The modules a fresh interpreter has imported once ``code`` has run."""
+    probe = textwrap.dedent(code) + "\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))\n"
+    done = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True)
+    return set(json.loads(done.stdout.splitlines()[-1]))
+
+
+def heavy_in(modules: Iterable[str]) -> list[str]:
+    """The heavy libraries among ``modules`` (a package or any module under it)."""
+    return sorted(
+        {m.split(".")[0] for m in modules if m.split(".")[0] in HEAVY},
+    )
+
+
+def core_in(modules: Iterable[str]) -> list[str]:
+    """The modules of credit among ``modules`` beyond the package, the command line
+    and the errors."""
+    return sorted(
+        m
+        for m in modules
+        if (m == "credit" or m.startswith("credit."))
+        and not any(m == light or m.startswith(light + ".") for light in LIGHT_CREDIT[1:])
+        and m != "credit"
+    )
+
+
+# ---------------------------------------------------------------- the help
+
+
+HELP_OF_EVERY_COMMAND = """
+from typer.testing import CliRunner
+from typer.main import get_command
+
+from credit.cli import app
+
+def paths(command, prefix=()):
+    yield prefix
+    for name, sub in getattr(command, "commands", {}).items():
+        yield from paths(sub, (*prefix, name))
+
+runner = CliRunner()
+for path in paths(get_command(app)):
+    result = runner.invoke(app, [*path, "--help"])
+    assert result.exit_code == 0, (path, result.output)
+"""
+
+
+def test_importing_the_command_line_imports_no_heavy_library_and_none_of_the_core() -> None:
+    modules = imported_after("import credit.cli")
+    assert "credit.cli.common" in modules and "typer" in modules  # the probe sees imports
+    assert heavy_in(modules) == []
+    assert core_in(modules) == []
+
+
+def test_running_one_command_imports_its_own_module_of_the_command_line_only(
+    tmp_path: Path,
+) -> None:
+    one = tmp_path / "one.json"
+    one.write_text(EXAMPLES.read_text(encoding="utf-8").splitlines()[0], encoding="utf-8")
+    modules = imported_after(_run_main("decide", str(one)))
+    cli_modules = sorted(m for m in modules if m.startswith("credit.cli."))
+    assert cli_modules == ["credit.cli.common", "credit.cli.run"]
+
+
+def test_the_command_table_names_every_command_of_every_module_and_its_module() -> None:
+    """COMMANDS (what credit.cli lists and loads on demand) is what the modules register:
+    a command added to a module and not to the table, or the other way, fails here."""
+    registered: dict[str, str] = {}
+    for name in dict.fromkeys(COMMANDS.values()):
+        commands = typer.Typer()
+        commands.callback()(lambda: None)
+        register_module(name, commands)
+        for command in get_group(commands).commands:
+            assert command not in registered, (command, name, registered.get(command))
+            registered[command] = name
+    assert registered == COMMANDS
+    assert set(COMMANDS.values()) == {
+        m.rsplit(".", 1)[1]
+        for m in cli_imports()
+        if m.count(".") == 2 and m.rsplit(".", 1)[1] not in ("common", "tables", "__main__")
+    }
+
+
+def test_a_command_the_table_does_not_name_is_refused_as_before() -> None:
+    result = CliRunner().invoke(app, ["frobnicate"])
+    assert result.exit_code == 2 and "No such command 'frobnicate'." in result.output
+    assert CliRunner().invoke(app, ["decide", "--help"]).exit_code == 0
+
+
+def test_credit_help_imports_no_heavy_library_and_none_of_the_core() -> None:
+    modules = imported_after(_run_main("--help"))
+    assert "rich.console" in modules  # the help was printed, through rich
+    assert heavy_in(modules) == []
+    assert core_in(modules) == []
+
+
+def test_the_help_of_every_command_imports_only_typer_s_own_pydantic_and_none_of_the_core() -> None:
+    modules = imported_after(HELP_OF_EVERY_COMMAND)
+    assert "credit.cli.batch" in modules
+    assert [m for m in heavy_in(modules) if m not in TYPERS_OWN] == []
+    assert core_in(modules) == []
+
+
+def test_the_probe_names_a_heavy_library_and_a_core_module_when_one_is_imported() -> None:
+    """The other side of the edge: a module that does pull the journal in is caught."""
+    modules = imported_after("import credit.cli\nimport credit.journal")
+    assert "sqlalchemy" in heavy_in(modules)
+    assert "credit.journal.sql" in core_in(modules)
+    assert heavy_in(["credit.cli", "typer", "rich.console"]) == []
+    assert core_in(["credit", "credit.errors", "credit.cli.common"]) == []
+
+
+def _run_main(*args: str) -> str:
+    return f"""
+import sys
+sys.argv = ["credit", *{list(args)!r}]
+from credit.cli import main
+try:
+    main()
+except SystemExit as stop:
+    assert not stop.code, stop.code
+"""
+
+
+def test_credit_decide_imports_no_journal_service_or_frame_library(tmp_path: Path) -> None:
+    one = tmp_path / "one.json"
+    one.write_text(EXAMPLES.read_text(encoding="utf-8").splitlines()[0], encoding="utf-8")
+    modules = imported_after(_run_main("decide", str(one)))
+    assert "credit.underwriting.engine" in modules  # it did decide
+    assert [m for m in heavy_in(modules) if m not in (*TYPERS_OWN, "yaml")] == []
+    assert not any(m.startswith(("credit.journal", "credit.service")) for m in modules)
+
+
+def test_credit_verify_imports_no_journal_service_or_frame_library(tmp_path: Path) -> None:
+    one = tmp_path / "one.jsonl"
+    one.write_text(EXAMPLES.read_text(encoding="utf-8"), encoding="utf-8")
+    folder = tmp_path / "notices"
+    subprocess.run(
+        [sys.executable, "-c", _run_main("notice", str(one), "--out", str(folder))],
+        check=True,
+        capture_output=True,
+    )
+    notice = sorted(folder.glob("*.notice.json"))[0]
+    expect = notice.with_name(notice.name.replace(".notice.json", ".expect.json"))
+    modules = imported_after(_run_main("verify", str(notice), "--expect", str(expect)))
+    assert "credit.guardrails.verifier" in modules  # it did verify
+    assert [m for m in heavy_in(modules) if m not in (*TYPERS_OWN, "yaml")] == []
+    assert not any(m.startswith(("credit.journal", "credit.service")) for m in modules)
+
+
+def test_the_journal_names_the_help_states_are_the_journal_s_own() -> None:
+    """Repeated in credit.cli.common so that the help imports no journal: kept equal."""
+    assert common.DATABASE_URL_ENV == credit.journal.sql.DATABASE_URL_ENV
+    assert common.DEFAULT_DATABASE_URL == credit.journal.sql.DEFAULT_DATABASE_URL
+    assert common.CHECKPOINTS_ENV == credit.journal.signer.CHECKPOINTS_ENV
+    assert common.DEFAULT_KEY_NAME == credit.journal.signer.DEFAULT_KEY_NAME
+
+
+# ---------------------------------------------------------------- no circle
+
+
+def cycles(edges: Mapping[str, Iterable[str]]) -> list[list[str]]:
+    """Every circle of imports in ``edges`` (module -> modules it imports), each once,
+    as the modules in order from its smallest name."""
+    found: set[tuple[str, ...]] = set()
+
+    def walk(start: str, here: str, path: list[str]) -> None:
+        for nxt in edges.get(here, ()):
+            if nxt == start:
+                found.add(tuple(path))
+            elif nxt > start and nxt not in path:
+                walk(start, nxt, [*path, nxt])
+
+    for start in sorted(edges):
+        walk(start, start, [start])
+    return sorted(list(c) for c in found)
+
+
+def cli_imports() -> dict[str, set[str]]:
+    """Each module of credit.cli and the modules of credit.cli it imports (anywhere in
+    the module: at the top, inside a function, or for type checking only)."""
+    graph = grimp.build_graph("credit")
+    modules = {"credit.cli", *graph.find_descendants("credit.cli")}
+    edges = {m: graph.find_modules_directly_imported_by(m) & modules for m in modules}
+    # The app imports the modules its table names by name, on first use (importlib, which
+    # a static graph does not see): edges all the same.
+    edges["credit.cli"] |= {f"credit.cli.{name}" for name in COMMANDS.values()}
+    return edges
+
+
+def test_no_module_of_the_command_line_imports_another_in_a_circle() -> None:
+    edges = cli_imports()
+    assert {"credit.cli.common", "credit.cli.run"} <= edges["credit.cli"]
+    assert {"credit.cli.common", "credit.cli.tables"} <= edges["credit.cli.run"]
+    assert cycles(edges) == []
+
+
+@pytest.mark.parametrize(
+    ("edges", "circles"),
+    [
+        ({"a": {"b"}, "b": {"c"}, "c": set()}, []),
+        ({"a": {"b"}, "b": {"a"}}, [["a", "b"]]),
+        ({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"d"}}, [["a", "b", "c"], ["d"]]),
+    ],
+)
+def test_the_circle_finder_finds_a_planted_circle_and_none_where_there_is_none(
+    edges: dict[str, set[str]], circles: list[list[str]]
+) -> None:
+    assert cycles(edges) == circles
+
+
+def test_a_command_module_that_imported_the_app_back_would_be_a_circle() -> None:
+    edges = cli_imports()
+    edges["credit.cli.run"] = {*edges["credit.cli.run"], "credit.cli"}
+    assert ["credit.cli", "credit.cli.run"] in cycles(edges)
