@@ -215,6 +215,15 @@ def test_a_policy_edge_no_rule_decides_is_one_failed_case_naming_the_rule_exit_1
     entries = journal(database)
     assert invoke(*args, "--outbox", str(tmp_path / "out")).exit_code == 1
     assert journal(database) == entries
+    # The pure underwriter says the same of the same case: not bad input (2) but a
+    # case for a person (1), named, and the other case still decided.
+    decided = invoke("decide", str(path), "--policy", str(policy))
+    assert decided.exit_code == 1, decided.output[-2000:]
+    assert (
+        f"{path}, line 1, case LOW: no rule of the policy decides it; a person must "
+        "(UndecidedCaseError: score 400 is below every band's minimum" in decided.stderr
+    )
+    assert [json.loads(line)["caseId"] for line in decided.stdout.splitlines()] == ["OK"]
 
 
 # ---------------------------------------------------------------------- every stage, once

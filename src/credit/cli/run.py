@@ -43,17 +43,19 @@ def _policy(path: Path | None) -> Policy:
 
 
 class _InternalError:
-    """A case whose decision failed in a way no input should cause (a bug): reported
-    like a bad case, in one line, and the batch goes on."""
+    """A case whose decision failed not for its input: a policy none of whose rules
+    decides it, or a bug. Reported in one line like a bad case, the batch goes on, and
+    the exit status is 1 (as ``credit run`` makes it a failed case for a person)."""
 
-    def __init__(self, entry: CaseLine, err: Exception) -> None:
+    def __init__(self, entry: CaseLine, err: Exception, what: str = "internal error") -> None:
         case_id = entry.case.case_id if entry.case is not None else None
         where = ", ".join(
             p
             for p in (entry.source, f"line {entry.line}", f"case {case_id}" if case_id else "")
             if p
         )
-        self.text = f"{where}: internal error ({type(err).__name__}: {err})"
+        detail = getattr(err, "message", None) or str(err)  # without the case said again
+        self.text = f"{where}: {what} ({type(err).__name__}: {detail})"
         self.trace = "".join(traceback.format_exception(err))
 
 
@@ -67,9 +69,10 @@ def _decide_line(entry: CaseLine, policy: Policy) -> Underwriting | InputError |
         return decide_case(entry.case, policy)
     except InputError as e:
         return e.located(line=entry.line, source=entry.source)
-    except CreditError as e:  # no rule decided it: named, never a fallthrough
-        message = str(getattr(e, "message", e))
-        return InputError(message, case_id=entry.case.case_id, line=entry.line, source=entry.source)
+    except CreditError as e:
+        # No rule of the policy decided it: not the case's fault (as in credit run, a
+        # case for a person, exit 1), named, never a fallthrough.
+        return _InternalError(entry, e, "no rule of the policy decides it; a person must")
     except Exception as e:  # one case's failure never stops the batch
         return _InternalError(entry, e)
 
@@ -92,7 +95,8 @@ def decide(
 
     Each case is read by the one case reader (docs/case-format.md) and checked against
     the policy (in force on its asOf, the score on its scale) before it is decided; a
-    bad case is named on stderr and every other case is still decided (exit 2)."""
+    bad case is named on stderr and every other case is still decided (exit 2). A case
+    no rule of the policy decides is named too, a case for a person (exit 1)."""
     from credit.canonical import dumps
     from credit.cases import iter_cases
 
