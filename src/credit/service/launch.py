@@ -7,6 +7,7 @@ to ``serve-<port>.log`` in ``folder``; sent notices to ``folder/outbox``.
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -46,7 +47,8 @@ def served(
     workers: int = 2,
     startup_timeout_s: float = 90.0,
 ) -> Iterator[str]:
-    """``credit serve --workers N`` on 127.0.0.1 and a free port; yields the base URL."""
+    """``credit serve --workers N`` on 127.0.0.1 and a free port; yields the base URL. Its
+    signed checkpoints go to ``folder/checkpoints`` unless $CREDIT_CHECKPOINTS is set."""
     port = free_port()
     command = [
         str(CREDIT),
@@ -69,7 +71,10 @@ def served(
     log_path = folder / f"serve-{port}.log"
     base = f"http://127.0.0.1:{port}"
     with log_path.open("wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        # Checkpoints are per journal: this server's go beside its outbox unless the
+        # caller chose a folder.
+        env = {"CREDIT_CHECKPOINTS": str(folder / "checkpoints"), **os.environ}
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
         try:
             deadline = time.monotonic() + startup_timeout_s
             while not _healthy(base):
