@@ -768,25 +768,16 @@ class SqlStore:
         examiner): the MACs are then not checked, and the report says so."""
         walk = Walk(key=self.key if macs else None, checkpoints=checkpoints)
         with self._read() as conn:
-            c = self._entries.c
-            after = 0
-            while True:
-                rows = conn.execute(
-                    select(self._entries).where(c.seq > after).order_by(c.seq).limit(VERIFY_PAGE)
-                ).all()
-                for row in rows:
-                    try:
-                        entry = self._entry(row)
-                    except JournalError as e:
-                        walk.findings.append(
-                            Finding("chain", f"entry {row.seq} is {e.message}", seq=row.seq)
-                        )
-                        continue
-                    stored = bytes.fromhex(row.leaf_hash) if row.leaf_hash else None
-                    walk_entry(walk, entry, stored)
-                if len(rows) < VERIFY_PAGE:
-                    break
-                after = rows[-1].seq
+            for row in self._rows_in_order(conn):
+                try:
+                    entry = self._entry(row)
+                except JournalError as e:
+                    walk.findings.append(
+                        Finding("chain", f"entry {row.seq} is {e.message}", seq=row.seq)
+                    )
+                    continue
+                stored = bytes.fromhex(row.leaf_hash) if row.leaf_hash else None
+                walk_entry(walk, entry, stored)
             decisions = {r.case_id: r.seq for r in conn.execute(select(self._decisions))}
             cases = {r.case_id: loads(r.document) for r in conn.execute(select(self._cases))}
             vault = {r.case_id: loads(r.data) for r in conn.execute(select(self._monitoring))}
@@ -950,44 +941,49 @@ class SqlStore:
         text is not in canonical form is hashed from its parsed body instead, as
         :func:`verify_chain` does, so the outcome is the same, and faster."""
         prev, count = GENESIS_HASH, 0
-        c = self._entries.c
         with self._read() as conn:
-            after = 0
-            while True:
-                rows = conn.execute(
-                    select(self._entries).where(c.seq > after).order_by(c.seq).limit(VERIFY_PAGE)
-                ).all()
-                for row in rows:
-                    count += 1
-                    try:
-                        entry = self._entry(row)
-                    except JournalError as e:
-                        return ChainReport(
-                            ok=False,
-                            entries=count,
-                            head=prev,
-                            first_broken_seq=row.seq,
-                            detail=f"entry {row.seq} is {e.message}",
-                        )
-                    body = framed(
-                        row.seq, row.case_id, row.kind, row.payload, row.prev_hash, row.recorded_at
+            for row in self._rows_in_order(conn):
+                count += 1
+                try:
+                    entry = self._entry(row)
+                except JournalError as e:
+                    return ChainReport(
+                        ok=False,
+                        entries=count,
+                        head=prev,
+                        first_broken_seq=row.seq,
+                        detail=f"entry {row.seq} is {e.message}",
                     )
-                    computed = hashlib.sha256(row.prev_hash.encode("ascii") + body).hexdigest()
-                    if computed != row.hash:  # not as written: hash the body as parsed
-                        computed = entry_hash(entry.prev_hash, entry.body())
-                    problem = link_problem(row.seq, row.prev_hash, row.hash, computed, count, prev)
-                    if problem is not None:
-                        return ChainReport(
-                            ok=False,
-                            entries=count,
-                            head=prev,
-                            first_broken_seq=row.seq,
-                            detail=problem,
-                        )
-                    prev = row.hash
-                if len(rows) < VERIFY_PAGE:
-                    return ChainReport(ok=True, entries=count, head=prev)
-                after = rows[-1].seq
+                body = framed(
+                    row.seq, row.case_id, row.kind, row.payload, row.prev_hash, row.recorded_at
+                )
+                computed = hashlib.sha256(row.prev_hash.encode("ascii") + body).hexdigest()
+                if computed != row.hash:  # not as written: hash the body as parsed
+                    computed = entry_hash(entry.prev_hash, entry.body())
+                problem = link_problem(row.seq, row.prev_hash, row.hash, computed, count, prev)
+                if problem is not None:
+                    return ChainReport(
+                        ok=False,
+                        entries=count,
+                        head=prev,
+                        first_broken_seq=row.seq,
+                        detail=problem,
+                    )
+                prev = row.hash
+        return ChainReport(ok=True, entries=count, head=prev)
+
+    def _rows_in_order(self, conn: Connection) -> Iterator[Any]:
+        """Every journal row in seq order, read a page (VERIFY_PAGE rows) at a time."""
+        c = self._entries.c
+        after = 0
+        while True:
+            rows = conn.execute(
+                select(self._entries).where(c.seq > after).order_by(c.seq).limit(VERIFY_PAGE)
+            ).all()
+            yield from rows
+            if len(rows) < VERIFY_PAGE:
+                return
+            after = rows[-1].seq
 
     # ------------------------------------------------------------------ side stores
 
