@@ -21,12 +21,9 @@ here: a notice whose text holds a zero-width space is well-formed and fails chec
 from __future__ import annotations
 
 import datetime as dt
-import json
-import json.encoder
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from functools import cached_property
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
@@ -41,7 +38,7 @@ from pydantic import (
 from pydantic import ValidationError as _ValidationError
 from pydantic.alias_generators import to_camel
 
-from credit.canonical import canonical_bytes, dumps, sha256_hex
+from credit.canonical import canonical_bytes, sha256_hex
 from credit.errors import NoticeError, NoticeInputError
 from credit.models import Application, Case
 
@@ -103,35 +100,6 @@ def _encodable(value: str) -> str:
     return value
 
 
-_DECIMAL_MEMBERS = ("application", "offer")  # of an expectation's wire form
-_SLOT = "\x00credit.notice_format.slot:{}\x00"  # a member's place in the C pass
-
-
-def _refuse(value: Any) -> Any:
-    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
-
-
-# the standard library's C encoder, made once (json.dumps makes one at each call):
-# no circular check (a wire form is a tree), default refuses, plain strings, no indent,
-# ":" and ",", keys sorted, no key skipped, no NaN
-_MAKE_ENCODER: Any = getattr(json.encoder, "c_make_encoder", None)
-_ENCODER: Any = (
-    _MAKE_ENCODER(None, _refuse, json.encoder.encode_basestring, None, ":", ",", True, False, False)
-    if _MAKE_ENCODER is not None
-    else None
-)
-
-
-def _plain(value: Any) -> str:
-    """Canonical JSON text of a value with no decimal or date in it: the standard
-    encoder, keys sorted, compact, no ASCII escapes (a decimal raises TypeError)."""
-    if _ENCODER is not None:
-        return "".join(_ENCODER(value, 0))
-    return json.dumps(
-        value, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False
-    )
-
-
 IsoDate = Annotated[dt.date, BeforeValidator(_iso_date)]
 ExactDecimal = Annotated[Decimal, BeforeValidator(_exact_decimal), Field(allow_inf_nan=False)]
 Text = Annotated[StrictStr, AfterValidator(_encodable)]
@@ -187,10 +155,8 @@ class Notice(_Wire):
 
     def canonical_bytes(self) -> bytes:
         """The bytes that are hashed, verified and sent: :func:`canonical_bytes` of the
-        wire form. That form holds only strings, lists and objects with string keys,
-        which the standard encoder (keys sorted, compact, no ASCII escapes) writes to the
-        same bytes, in one C pass (a test pins that the two agree)."""
-        return _plain(self.to_wire()).encode("utf-8")
+        wire form."""
+        return canonical_bytes(self.to_wire())
 
     @property
     def sha256(self) -> str:
@@ -288,31 +254,13 @@ class Expectation(_Wire):
         return wire
 
     def canonical_bytes(self) -> bytes:
-        """:func:`canonical_bytes` of the wire form, written in one C pass: the members
-        that hold decimals (the application, the offer) are written by the canonical
-        encoder and set in the place of a slot string the C pass wrote for each (keys
-        sorted, compact, no ASCII escapes: the same bytes; a test pins it). A slot found
-        other than once, or inside a member's text (a string that holds a slot's text),
-        takes the canonical encoder for the whole."""
-        wire = self.to_wire()
-        members: dict[str, str] = {}
-        for key in _DECIMAL_MEMBERS:
-            if wire.get(key) is not None:
-                slot = _SLOT.format(key)
-                members[json.encoder.encode_basestring(slot)] = dumps(wire[key], sort_keys=True)
-                wire[key] = slot
-        out = _plain(wire)
-        for quoted in members:
-            if out.count(quoted) != 1 or any(quoted in text for text in members.values()):
-                return canonical_bytes(self.to_wire())
-        for quoted, text in members.items():
-            out = out.replace(quoted, text)
-        return out.encode("utf-8")
+        """:func:`canonical_bytes` of the wire form."""
+        return canonical_bytes(self.to_wire())
 
-    @cached_property
+    @property
     def sha256(self) -> str:
-        """Computed once: an expectation is built, not edited (a notice's hash, by
-        contrast, is recomputed on every call)."""
+        """Recomputed on every call, from the expectation as it is now (a copy made
+        with ``model_copy(update=...)`` has its own)."""
         return sha256_hex(self.canonical_bytes())
 
 
