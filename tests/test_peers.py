@@ -135,10 +135,10 @@ def test_zen_agrees_one_case_at_a_time(peer: zen_peer.ZenPeer) -> None:
     ("label", "edit"),
     [
         (
-            "margin refer before counteroffer",
+            "counteroffer before the hard decline (an order the methodology allows)",
             lambda t: t.replace(
                 "declineHardFailure, counteroffer, referWithinMargin",
-                "declineHardFailure, referWithinMargin, counteroffer",
+                "counteroffer, declineHardFailure, referWithinMargin",
             ),
         ),
         ("auto DTI cap 41.5", lambda t: t.replace('value: "45.0"', 'value: "41.5"', 1)),
