@@ -22,7 +22,6 @@ return ``None`` when a value matches, else what is wrong; :func:`default_bureau_
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -33,7 +32,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from credit.errors import PolicyError
-from credit.yamldata import expect_keys, load_yaml, read_date, read_source, read_str
+from credit.yamldata import expect_keys, load_yaml, read_source, read_str, versioned
 
 __all__ = [
     "FIELDS",
@@ -267,12 +266,7 @@ def load_bureau_formats(path: Path | str, text: str | None = None) -> BureauForm
     fields_raw = expect_keys(doc["fields"], required=set(FIELDS), file=file, key="fields")
     fields = {name: _field(name, fields_raw[name], file=file) for name in FIELDS}
     return BureauFormats(
-        name=read_str(doc["formats"], file=file, key="formats"),
-        version=read_str(str(doc["version"]), file=file, key="version"),
-        effective_date=read_date(doc["effectiveDate"], file=file, key="effectiveDate"),
-        reference=read_str(doc["reference"], file=file, key="reference"),
-        source=file,
-        sha256=hashlib.sha256(raw).hexdigest(),
+        **versioned(doc, "formats", file=file, raw=raw),
         key_factors=factors,
         fields=fields,
     )

@@ -13,7 +13,6 @@ dates, placeholders that the entry does not declare are errors naming file and k
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import string
 from collections.abc import Mapping
 from functools import cache
@@ -24,7 +23,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from credit.errors import PolicyError
-from credit.yamldata import expect_keys, load_yaml, read_date, read_source, read_str
+from credit.yamldata import expect_keys, load_yaml, read_source, read_str, versioned
 
 __all__ = [
     "Catalogue",
@@ -240,12 +239,7 @@ def load_catalogue(path: Path | str) -> Catalogue:
             holds_when=holds_when,
         )
     return Catalogue(
-        name=read_str(doc["catalogue"], file=file, key="catalogue"),
-        version=read_str(str(doc["version"]), file=file, key="version"),
-        effective_date=read_date(doc["effectiveDate"], file=file, key="effectiveDate"),
-        reference=read_str(doc["reference"], file=file, key="reference"),
-        source=file,
-        sha256=hashlib.sha256(raw).hexdigest(),
+        **versioned(doc, "catalogue", file=file, raw=raw),
         product_names=names,
         entries=entries,
         by_bureau_code=by_bureau,

@@ -34,7 +34,6 @@ signal for review, not a finding that a basis was used.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import re
 import unicodedata
 from collections.abc import Mapping
@@ -45,7 +44,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from credit.errors import PolicyError
-from credit.yamldata import expect_keys, load_yaml, read_date, read_source, read_str
+from credit.yamldata import expect_keys, load_yaml, read_source, read_str, versioned
 
 __all__ = [
     "REQUIRED_BASES",
@@ -526,13 +525,8 @@ def load_prohibited_terms(path: Path | str) -> ProhibitedTerms:
     if description is not None:
         description = read_str(description, file=file, key="description")
     return ProhibitedTerms(
-        name=read_str(doc["name"], file=file, key="name"),
-        version=read_str(str(doc["version"]), file=file, key="version"),
-        effective_date=read_date(doc["effectiveDate"], file=file, key="effectiveDate"),
-        reference=read_str(doc["reference"], file=file, key="reference"),
+        **versioned(doc, "name", file=file, raw=raw),
         description=description,
-        source=file,
-        sha256=hashlib.sha256(raw).hexdigest(),
         entries=tuple(builder.entries),
         _by_term=words,
         _by_key=builder.by_key,

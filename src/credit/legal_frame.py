@@ -16,7 +16,6 @@ template may not use are :class:`~credit.errors.PolicyError` naming file and key
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import string
 from functools import cache
 from importlib import resources
@@ -26,7 +25,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from credit.errors import PolicyError
-from credit.yamldata import expect_keys, load_yaml, read_date, read_int, read_source, read_str
+from credit.yamldata import (
+    expect_keys,
+    load_yaml,
+    read_int,
+    read_source,
+    read_str,
+    versioned,
+)
 
 __all__ = [
     "LegalFrame",
@@ -222,12 +228,7 @@ def load_frame(path: Path | str) -> LegalFrame:
     if days < 1:
         raise PolicyError("must be at least 1", file=file, key="counteroffer.validDays")
     return LegalFrame(
-        name=read_str(doc["frame"], file=file, key="frame"),
-        version=read_str(str(doc["version"]), file=file, key="version"),
-        effective_date=read_date(doc["effectiveDate"], file=file, key="effectiveDate"),
-        reference=read_str(doc["reference"], file=file, key="reference"),
-        source=file,
-        sha256=hashlib.sha256(raw).hexdigest(),
+        **versioned(doc, "frame", file=file, raw=raw),
         texts=texts,
         references=references,
         offer_valid_days=days,

@@ -9,16 +9,18 @@ error that names its key).
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import re
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import yaml
 
 from credit.errors import PolicyError
 
 __all__ = [
+    "Versioned",
     "expect_keys",
     "load_yaml",
     "read_date",
@@ -26,6 +28,7 @@ __all__ = [
     "read_int",
     "read_source",
     "read_str",
+    "versioned",
 ]
 
 
@@ -174,3 +177,28 @@ def read_date(value: Any, *, file: str, key: str) -> dt.date:
         return dt.date.fromisoformat(value)
     except ValueError as err:
         raise PolicyError(f"bad date {value!r}: {err}", file=file, key=key) from None
+
+
+class Versioned(TypedDict):
+    """What every governed data file states about itself, and where it came from."""
+
+    name: str
+    version: str
+    effective_date: dt.date
+    reference: str
+    source: str
+    sha256: str
+
+
+def versioned(doc: Any, name_key: str, *, file: str, raw: bytes) -> Versioned:
+    """The header of a governed data file (its name under ``name_key``, version,
+    effectiveDate, reference), with the file it was read from and the SHA-256 of its
+    bytes: the fields every loader's result carries (``**versioned(...)``)."""
+    return Versioned(
+        name=read_str(doc[name_key], file=file, key=name_key),
+        version=read_str(str(doc["version"]), file=file, key="version"),
+        effective_date=read_date(doc["effectiveDate"], file=file, key="effectiveDate"),
+        reference=read_str(doc["reference"], file=file, key="reference"),
+        source=file,
+        sha256=hashlib.sha256(raw).hexdigest(),
+    )

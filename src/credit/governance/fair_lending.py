@@ -15,7 +15,6 @@ attribute, ``not provided`` when the applicant did not give it.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -34,11 +33,11 @@ from credit.policy import Param, parameter_tree, read_parameters
 from credit.yamldata import (
     expect_keys,
     load_yaml,
-    read_date,
     read_decimal,
     read_int,
     read_source,
     read_str,
+    versioned,
 )
 
 __all__ = [
@@ -331,12 +330,7 @@ def load_fair_lending_config(path: Path | str, text: str | None = None) -> FairL
         file=file,
     )
     config = FairLendingConfig(
-        name=read_str(doc["name"], file=file, key="name"),
-        version=read_str(str(doc["version"]), file=file, key="version"),
-        effective_date=read_date(doc["effectiveDate"], file=file, key="effectiveDate"),
-        reference=read_str(doc["reference"], file=file, key="reference"),
-        source=file,
-        sha256=hashlib.sha256(raw).hexdigest(),
+        **versioned(doc, "name", file=file, raw=raw),
         params=params,
     )
     _check_coherent(config)

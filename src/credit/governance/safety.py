@@ -29,7 +29,6 @@ would let a pack edit silently change refusal behaviour.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -53,7 +52,14 @@ from credit.governance.refusal import (
 from credit.journal.base import Entry, Store
 from credit.models import Decision, parse_decision
 from credit.policy import Param
-from credit.yamldata import expect_keys, load_yaml, read_date, read_int, read_source, read_str
+from credit.yamldata import (
+    expect_keys,
+    load_yaml,
+    read_int,
+    read_source,
+    read_str,
+    versioned,
+)
 
 __all__ = [
     "ETHICS_CHECKS",
@@ -434,13 +440,8 @@ def load_ethics_pack(path: Path | str, text: str | None = None) -> EthicsPack:
     if not isinstance(body, dict) or not body:
         raise PolicyError("expected a non-empty mapping", file=file, key="commitments")
     return EthicsPack(
-        name=read_str(doc["name"], file=file, key="name"),
-        version=read_str(str(doc["version"]), file=file, key="version"),
-        effective_date=read_date(doc["effectiveDate"], file=file, key="effectiveDate"),
+        **versioned(doc, "name", file=file, raw=raw),
         deployment=read_str(doc["deployment"], file=file, key="deployment"),
-        reference=read_str(doc["reference"], file=file, key="reference"),
-        source=file,
-        sha256=hashlib.sha256(raw).hexdigest(),
         commitments=tuple(_commitment(str(cid), b, file) for cid, b in body.items()),
     )
 

@@ -7,7 +7,6 @@ naming file and key."""
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import re
 import unicodedata
 from functools import cache
@@ -17,7 +16,14 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from credit.errors import PolicyError
-from credit.yamldata import expect_keys, load_yaml, read_date, read_int, read_source, read_str
+from credit.yamldata import (
+    expect_keys,
+    load_yaml,
+    read_int,
+    read_source,
+    read_str,
+    versioned,
+)
 
 __all__ = [
     "PromisePattern",
@@ -163,12 +169,7 @@ def load_rules(path: Path | str) -> VerifierRules:
             )
         )
     return VerifierRules(
-        name=read_str(doc["rules"], file=file, key="rules"),
-        version=read_str(str(doc["version"]), file=file, key="version"),
-        effective_date=read_date(doc["effectiveDate"], file=file, key="effectiveDate"),
-        reference=read_str(doc["reference"], file=file, key="reference"),
-        source=file,
-        sha256=hashlib.sha256(raw).hexdigest(),
+        **versioned(doc, "rules", file=file, raw=raw),
         max_reasons=max_reasons,
         max_reasons_reference=read_str(mr["reference"], file=file, key="maxReasons.reference"),
         generic_phrases=tuple(phrases),
