@@ -38,6 +38,7 @@ from credit.models import (
     Terms,
 )
 from credit.policy import default_policy
+from reference_matcher import ReferenceMatcher
 
 TERMS = default_prohibited_terms()
 
@@ -246,6 +247,54 @@ def test_every_listed_term_between_unlisted_words_is_found(
     name, term = listed
     text = " ".join([*before, term.upper() if upper else term, *after])
     assert [(m.name, m.term) for m in find_prohibited(text)] == [(name, term)]
+
+
+# The matcher against a second implementation (tests/reference_matcher.py: one regular
+# expression alternating every term), over texts built from the file's own terms,
+# exempt phrases, keys, pattern words and pieces of them, joined by every kind of
+# separator, in any case, with typographic apostrophes and full-width letters.
+_REFERENCE = ReferenceMatcher(TERMS)
+_pieces = sorted(
+    {t for e in TERMS.entries for t in (*e.terms, *e.exempt, *e.keys)}
+    | {w for e in TERMS.entries for t in (*e.terms, *e.exempt) for w in t.split()}
+    | {w for _, p in TERMS.patterns for w in p.words}
+    | {"62", "1950", "or", "over", "the", "age", "of", "in", "1960s", "x", "’s", "age2"}
+)
+_joins = st.sampled_from(
+    [" ", "  ", "-", "_", "\u2013", " - ", ", ", ".", "'", "’", "", "\n", "\u200b", " (", "/"]
+)
+
+
+def _variant(word: str, how: int) -> str:
+    if how == 1:
+        return word.upper()
+    if how == 2:
+        return "".join(chr(ord(c) + 0xFEE0) if "a" <= c <= "z" else c for c in word)
+    return word
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(_pieces), st.integers(0, 2), _joins), min_size=1, max_size=14
+    )
+)
+def test_the_matcher_finds_what_one_alternating_regular_expression_finds(
+    parts: list[tuple[str, int, str]],
+) -> None:
+    text = "".join(_variant(word, how) + join for word, how, join in parts)
+    assert TERMS.find(text) == _REFERENCE.find(text)
+
+
+def test_the_matcher_agrees_with_the_reference_on_the_notices_words() -> None:
+    texts = [w for e in default_catalogue().entries.values() for w in e.wordings]
+    texts += [e.category for e in default_catalogue().entries.values()]
+    texts += [
+        "because of your age and marital status; applicants over 62 and people born in 1950",
+        "the average age of accounts, not your age; social security number vs social security",
+    ]
+    for text in texts:
+        assert TERMS.find(text) == _REFERENCE.find(text), text
 
 
 # ---------------------------------------------------------------- the loader

@@ -122,14 +122,94 @@ def _joined(matched: str) -> str:
     return " ".join(w for w in _SEP_RE.split(matched) if w)
 
 
-def _phrase_pattern(term: str) -> str:
-    return _SEP.join(re.escape(w) for w in canonical_term(term).split(" "))
+# A run of letters and digits: a term's words begin and end with one, and a whole-word
+# match begins and ends where the text's own runs do.
+_RUN = re.compile(r"[^\W_]+")
 
 
-def _alternation(terms: list[str]) -> re.Pattern[str]:
-    ordered = sorted(set(terms), key=lambda t: (-len(t), t))
-    body = "|".join(_phrase_pattern(t) for t in ordered)
-    return re.compile(f"{_BEFORE}(?:{body}){_AFTER}")
+def _gap_pattern(gap: str) -> re.Pattern[str]:
+    """What may stand in the text between two runs of a term: a space of the term is
+    any run of separators, any other character stands for itself ("driver's")."""
+    return re.compile(_SEP.join(re.escape(piece) for piece in gap.split(" ")))
+
+
+@dataclass(frozen=True, slots=True)
+class _Phrase:
+    canon: str
+    rest: tuple[str, ...]  # the runs after the first
+    gaps: tuple[re.Pattern[str], ...]  # between each run and the next
+
+
+class _PhraseIndex:
+    r"""Canonical phrases found as whole words, indexed by their first run.
+
+    At each place where a run of the text begins, the longest phrase (then the first in
+    alphabetical order) whose runs are the text's runs from there, with what lies between
+    them allowed by the phrase, is the match: the same as a regular expression that
+    alternates every phrase, longest first, between ``(?<![^\W_])`` and ``(?![^\W_])``,
+    without compiling one (which took most of a command's start-up) and without trying
+    every phrase at every position. ``tests/reference_matcher.py`` keeps that regular
+    expression, only to check this index against it."""
+
+    __slots__ = ("_by_first", "first_runs")
+
+    def __init__(self, phrases: Any) -> None:
+        gaps: dict[str, re.Pattern[str]] = {}
+        by_first: dict[str, list[_Phrase]] = {}
+        for canon in sorted(set(phrases), key=lambda t: (-len(t), t)):
+            spans = [m.span() for m in _RUN.finditer(canon)]
+            between = [canon[spans[k][1] : spans[k + 1][0]] for k in range(len(spans) - 1)]
+            phrase = _Phrase(
+                canon=canon,
+                rest=tuple(canon[a:b] for a, b in spans[1:]),
+                gaps=tuple(gaps.setdefault(g, _gap_pattern(g)) for g in between),
+            )
+            by_first.setdefault(canon[spans[0][0] : spans[0][1]], []).append(phrase)
+        self._by_first = {run: tuple(found) for run, found in by_first.items()}
+        self.first_runs = frozenset(self._by_first)
+
+    def match_at(
+        self, norm: str, runs: list[str], spans: list[tuple[int, int]], i: int
+    ) -> tuple[str, int] | None:
+        """The phrase that matches at the text's ``i``-th run and the index of its last
+        run, or None."""
+        candidates = self._by_first.get(runs[i])
+        if candidates is None:
+            return None
+        n = len(runs)
+        for phrase in candidates:
+            j = i
+            for run, gap in zip(phrase.rest, phrase.gaps, strict=True):
+                j += 1
+                if (
+                    j >= n
+                    or runs[j] != run
+                    or gap.fullmatch(norm, spans[j - 1][1], spans[j][0]) is None
+                ):
+                    break
+            else:
+                return phrase.canon, j
+        return None
+
+    def spans(
+        self, norm: str, runs: list[str] | None = None, spans: list[tuple[int, int]] | None = None
+    ) -> list[tuple[int, int, str]]:
+        """Every match in the text, leftmost first and not overlapping: (start, end,
+        phrase)."""
+        if runs is None or spans is None:
+            found = list(_RUN.finditer(norm))
+            runs, spans = [m.group() for m in found], [m.span() for m in found]
+        out: list[tuple[int, int, str]] = []
+        i, n = 0, len(runs)
+        while i < n:
+            hit = self.match_at(norm, runs, spans, i)
+            if hit is None:
+                i += 1
+                continue
+            canon, j = hit
+            out.append((spans[i][0], spans[j][1], canon))
+            i = j + 1
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +223,10 @@ class TermPattern:
     pattern: str
     example: str
     compiled: re.Pattern[str]
-    word_pattern: re.Pattern[str]
+
+    def holds_a_word(self, matched: str) -> bool:
+        """Whether the matched text has one of the listed words as a whole word."""
+        return not set(_RUN.findall(matched)).isdisjoint(self.words)
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,10 +293,13 @@ class ProhibitedTerms:
     _by_term: Mapping[str, tuple[Entry, str]] = field(repr=False, compare=False)
     _by_key: Mapping[str, Entry] = field(repr=False, compare=False)
     _exempt: Mapping[str, Entry] = field(repr=False, compare=False)
-    _pattern: re.Pattern[str] = field(repr=False, compare=False)
-    _exempt_pattern: re.Pattern[str] | None = field(repr=False, compare=False)
+    _index: _PhraseIndex = field(repr=False, compare=False)
+    _exempt_index: _PhraseIndex = field(repr=False, compare=False)
     _patterns: tuple[tuple[Entry, TermPattern], ...] = field(repr=False, compare=False)
     _pattern_any: re.Pattern[str] | None = field(repr=False, compare=False)
+    # every run that can begin a term or key, and every pattern's listed words: text
+    # with none of them as a run matches nothing
+    _openers: frozenset[str] = field(repr=False, compare=False)
 
     @property
     def bases(self) -> tuple[Entry, ...]:
@@ -253,17 +339,27 @@ class ProhibitedTerms:
     def find(self, text: str) -> list[Match]:
         """Every citation of a basis or proxy in the text, in order of position."""
         norm = normalise_text(text)
-        exempt_spans: list[tuple[int, int, str]] = []
-        if self._exempt_pattern is not None:
-            for hit in self._exempt_pattern.finditer(norm):
-                owner = self._exempt[_joined(hit.group())]
-                exempt_spans.append((hit.start(), hit.end(), owner.name))
+        words = _RUN.findall(norm)
+        present = set(words)
+        if present.isdisjoint(self._openers):  # no run that can begin a match
+            return []
+        found_runs = list(_RUN.finditer(norm))
+        spans = [m.span() for m in found_runs]
         found: list[Match] = []
-        pos = 0
-        while (m := self._pattern.search(norm, pos)) is not None:
-            entry, term = self._by_term[_joined(m.group())]
-            if any(s <= m.start() and m.end() <= e and n == entry.name for s, e, n in exempt_spans):
-                pos = m.start() + 1  # a shorter term inside may still cite something else
+        exempt: list[tuple[int, int, str]] | None = None
+        index, i, n = self._index, 0, len(words)
+        while i < n:
+            hit = index.match_at(norm, words, spans, i)
+            if hit is None:
+                i += 1
+                continue
+            canon, j = hit
+            start, end = spans[i][0], spans[j][1]
+            entry, term = self._by_term[canon]
+            if exempt is None:
+                exempt = self._exempt_spans(norm, words, spans)
+            if any(s <= start and end <= e and n_ == entry.name for s, e, n_ in exempt):
+                i += 1  # a shorter term inside may still cite something else
                 continue
             found.append(
                 Match(
@@ -271,18 +367,22 @@ class ProhibitedTerms:
                     name=entry.name,
                     bases=entry.bases,
                     term=term,
-                    text=m.group(),
-                    start=m.start(),
-                    end=m.end(),
+                    text=norm[start:end],
+                    start=start,
+                    end=end,
                     reference=entry.reference,
                 )
             )
-            pos = m.end()
+            i = j + 1
         for entry, tp in self._patterns:
+            if present.isdisjoint(tp.words):
+                continue  # a match must hold one of its words
             for m in tp.compiled.finditer(norm):
-                if tp.word_pattern.search(m.group()) is None or any(
-                    s <= m.start() and m.end() <= e and n == entry.name for s, e, n in exempt_spans
-                ):
+                if not tp.holds_a_word(m.group()):
+                    continue
+                if exempt is None:
+                    exempt = self._exempt_spans(norm, words, spans)
+                if any(s <= m.start() and m.end() <= e and n_ == entry.name for s, e, n_ in exempt):
                     continue
                 found.append(
                     Match(
@@ -300,6 +400,14 @@ class ProhibitedTerms:
         if self._patterns:
             found.sort(key=lambda f: (f.start, f.pattern))
         return found
+
+    def _exempt_spans(
+        self, norm: str, words: list[str], spans: list[tuple[int, int]]
+    ) -> list[tuple[int, int, str]]:
+        return [
+            (start, end, self._exempt[canon].name)
+            for start, end, canon in self._exempt_index.spans(norm, words, spans)
+        ]
 
 
 # ---------------------------------------------------------------- loading
@@ -409,11 +517,11 @@ class _Builder:
                     key=key,
                 )
             self.by_key[name_key], self.key_where[name_key] = entry, key
-        own = _alternation([canonical_term(t) for t in terms])
+        own = _PhraseIndex([canonical_term(t) for t in terms]) if exempt else None
         for i, phrase in enumerate(exempt):
             key = f"{prefix}.exempt[{i}]"
             canon = canonical_term(_read_term(phrase, file=file, key=key))
-            if own.search(canon) is None:
+            if own is None or not own.spans(canon):
                 raise PolicyError(
                     f"exempt phrase {phrase!r} contains none of the terms of {name}",
                     file=file,
@@ -460,9 +568,8 @@ class _Builder:
                     key=f"{key}.pattern",
                 )
             example = read_str(data["example"], file=file, key=f"{key}.example")
-            word_pattern = _alternation(words)
             hit = compiled.search(normalise_text(example))
-            if hit is None or word_pattern.search(hit.group()) is None:
+            if hit is None or set(_RUN.findall(hit.group())).isdisjoint(words):
                 raise PolicyError(
                     f"the pattern does not match its example {example!r} with one of its words",
                     file=file,
@@ -476,7 +583,6 @@ class _Builder:
                     pattern=source,
                     example=example,
                     compiled=compiled,
-                    word_pattern=word_pattern,
                 )
             )
         return tuple(out)
@@ -521,6 +627,8 @@ def load_prohibited_terms(path: Path | str) -> ProhibitedTerms:
             raise PolicyError("a proxy name must be text", file=file, key=f"proxies.{name}")
         builder.entry("proxy", name, body)
     words = builder.words()
+    patterns = tuple((e, p) for e in builder.entries for p in e.patterns)
+    index = _PhraseIndex(words)
     description = doc.get("description")
     if description is not None:
         description = read_str(description, file=file, key="description")
@@ -531,14 +639,15 @@ def load_prohibited_terms(path: Path | str) -> ProhibitedTerms:
         _by_term=words,
         _by_key=builder.by_key,
         _exempt=builder.exempt,
-        _pattern=_alternation(list(words)),
-        _exempt_pattern=_alternation(list(builder.exempt)) if builder.exempt else None,
-        _patterns=tuple((e, p) for e in builder.entries for p in e.patterns),
+        _index=index,
+        _exempt_index=_PhraseIndex(builder.exempt),
+        _patterns=patterns,
         _pattern_any=(
-            re.compile("|".join(f"(?:{p.compiled.pattern})" for p in patterns))
-            if (patterns := [p for e in builder.entries for p in e.patterns])
+            re.compile("|".join(f"(?:{p.compiled.pattern})" for _, p in patterns))
+            if patterns
             else None
         ),
+        _openers=index.first_runs | {w for _, p in patterns for w in p.words},
     )
 
 

@@ -5,11 +5,48 @@ Nothing here imports the renderer (:mod:`credit.notices`): an import contract in
 it judges.
 """
 
-from credit.guardrails.expectation import ADVERSE_DECISIONS, expectation_for
-from credit.guardrails.lock import DataSources, LockFile, current_pins, lock_diff, read_lock
-from credit.guardrails.pins import Pins, default_pins, load_pins
-from credit.guardrails.report import CHECK_IDS, CHECK_NAMES, CheckResult, VerificationReport
-from credit.guardrails.verifier import Verifier, verify
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from credit.guardrails.expectation import ADVERSE_DECISIONS, expectation_for
+    from credit.guardrails.lock import DataSources, LockFile, current_pins, lock_diff, read_lock
+    from credit.guardrails.pins import Pins, default_pins, load_pins
+    from credit.guardrails.report import CHECK_IDS, CHECK_NAMES, CheckResult, VerificationReport
+    from credit.guardrails.verifier import Verifier, verify
+
+# Each name is imported from its module when first used, so `credit verify` does not
+# import what builds an expectation (the underwriting's derivation) only to check one.
+_HOME = {
+    "ADVERSE_DECISIONS": "expectation",
+    "expectation_for": "expectation",
+    "DataSources": "lock",
+    "LockFile": "lock",
+    "current_pins": "lock",
+    "lock_diff": "lock",
+    "read_lock": "lock",
+    "Pins": "pins",
+    "default_pins": "pins",
+    "load_pins": "pins",
+    "CHECK_IDS": "report",
+    "CHECK_NAMES": "report",
+    "CheckResult": "report",
+    "VerificationReport": "report",
+    "Verifier": "verifier",
+    "verify": "verifier",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "ADVERSE_DECISIONS",
