@@ -142,6 +142,69 @@ def test_a_case_first_read_inside_the_group_is_read_from_the_database(
     assert [e.kind for e in store.entries("A")] == ["intake.accepted", "note"]
 
 
+def test_the_next_group_starts_from_the_last_ones_views_only_if_no_one_appended_since(
+    sql: tuple[SqlStore, str],
+) -> None:
+    store, url = sql
+    with store.group_commit(["A"]):
+        store.put_case("A", {"caseId": "A"})
+        store.append("A", "intake.accepted", {"n": 1})
+    with store.group_commit(["A"]):  # no one wrote since: the views are the journal's
+        assert [e.kind for e in store.entries("A")] == ["intake.accepted"]
+        store.append("A", "note", {"n": 2}, after=1)
+    with open_store(url, create=False) as other:  # another writer appends to A
+        other.append("A", "elsewhere", {"n": 3}, after=2)
+    with store.group_commit(["A"]):  # the head moved: A is read again, with its entry
+        assert [e.kind for e in store.entries("A")] == ["intake.accepted", "note", "elsewhere"]
+        assert store.last_seq("A") == 3
+        with pytest.raises(StaleCaseError):
+            store.append("A", "stale", {}, after=2)
+        store.append("A", "after", {}, after=3)
+    assert [e.kind for e in store.entries("A")][-1] == "after"
+
+
+def test_a_group_that_raises_hands_nothing_on_to_the_next(sql: tuple[SqlStore, str]) -> None:
+    store, _ = sql
+    with store.group_commit(["A"]):
+        store.append("A", "intake.accepted", {"n": 1})
+    with pytest.raises(Planted), store.group_commit(["A"]):
+        store.append("A", "lost", {}, after=1)
+        raise Planted
+    with store.group_commit(["A"]):  # the rolled-back entry is in no view
+        assert [e.kind for e in store.entries("A")] == ["intake.accepted"]
+        assert store.last_seq("A") == 1
+        store.append("A", "kept", {}, after=1)
+    assert [e.kind for e in store.entries("A")] == ["intake.accepted", "kept"]
+    assert store.verify().ok
+
+
+def test_a_group_whose_rows_bypassed_its_views_hands_none_on(sql: tuple[SqlStore, str]) -> None:
+    store, _ = sql
+    with store.group_commit(["A"]):
+        store.append("A", "intake.accepted", {"n": 1})
+        with store._write() as conn:  # the SQL path, as a write the group has no view of
+            store._append_locked(conn, "A", "note", {"n": 2})
+    assert store._carried is None
+    with store.group_commit(["A"]):
+        assert [e.kind for e in store.entries("A")] == ["intake.accepted", "note"]
+
+
+def test_views_are_not_handed_on_past_their_bound(
+    sql: tuple[SqlStore, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import credit.journal.sql as sql_module
+
+    monkeypatch.setattr(sql_module, "CARRIED_VIEWS", 2)
+    store, _ = sql
+    with store.group_commit(["A", "B", "C"]):
+        for n, case_id in enumerate("ABC", start=1):
+            store.append(case_id, "intake.accepted", {"n": n})
+    carried = store._carried
+    assert carried is not None and list(carried[1]) == ["B", "C"]  # the oldest went first
+    with store.group_commit(["A"]):  # A is read from the database again
+        assert [e.payload for e in store.entries("A")] == [{"n": 1}]
+
+
 def test_the_pipeline_in_one_group_writes_what_it_writes_entry_by_entry(
     tmp_path: Path,
 ) -> None:

@@ -117,6 +117,12 @@ DEFAULT_DATABASE_URL: Final = "sqlite:///credit.db"
 SQLITE_BUSY_TIMEOUT_MS: Final = 60_000
 PG_CONNECT_TIMEOUT_S: Final = 10
 VERIFY_PAGE: Final = 1000
+# How many cases' views a group commit hands on to the next one (the notices and the
+# ethics findings of a run's group are their own commits, on the same cases): each
+# entry was checked when it was read or written, and they are used only if the
+# journal's head has not moved since (no one else has appended). A bound, not a cache
+# of the journal.
+CARRIED_VIEWS: Final = 512
 
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 _WRITE: Final = "credit_journal_write"
@@ -320,6 +326,9 @@ class SqlStore:
         self._roots: dict[int, bytes] = {}
         self._tree_lock = threading.Lock()
         self._group: _Group | None = None  # the open group commit (group_commit)
+        # The case views the last group commit left, with the journal's head after it:
+        # the next group starts from them if no one has appended since (CARRIED_VIEWS).
+        self._carried: tuple[int, dict[str, _CaseView]] | None = None
         self.url = parsed.render_as_string(hide_password=True)
         self._clock = clock or clock_from_env()
         self._postgres = parsed.get_backend_name() == "postgresql"
@@ -473,6 +482,14 @@ class SqlStore:
         (a rerun does the work again: nothing was recorded). Other writers wait for
         the lock meanwhile, so keep a group to a bounded batch of work. A group opened
         inside a group joins it. No checkpoint is signed inside a group.
+
+        A committed group hands its case views (up to :data:`CARRIED_VIEWS`) on to the
+        next group, which starts from them only if the journal's head is where the
+        first left it (no one has appended since): a run's notices and ethics findings,
+        each their own commit on the group's cases, do not read those cases again. A
+        group that raises, or whose rows went around its views, hands nothing on. A row
+        changed in the database meanwhile is not read again here; the chain's
+        verification (which ends every run) finds it.
         """
         if self._joined() is not None:
             yield
@@ -484,6 +501,9 @@ class SqlStore:
                     conn.execute(select(func.pg_advisory_xact_lock(self._lock_key)))
                 group = _Group(conn=conn, thread=threading.get_ident())
                 group.start = self._head_seq(conn)
+                carried, self._carried = self._carried, None
+                if carried is not None and carried[0] == group.start:
+                    group.cases = carried[1]  # no entry since: the views are the journal's
                 self._group = group
                 try:
                     self._load_cases(group, case_ids)
@@ -494,6 +514,11 @@ class SqlStore:
                     self._group = None
             if log is not None:  # committed: the tree the group grew is the journal's
                 self._keep_log(log)
+            if group.complete:  # every row it wrote went through its views
+                views = group.cases
+                while len(views) > CARRIED_VIEWS:  # the oldest go first
+                    del views[next(iter(views))]
+                self._carried = (group.head[0] if group.head else group.start, views)
 
     def _load_cases(self, group: _Group, case_ids: Iterable[str]) -> None:
         """Read the committed rows of cases the group has not seen yet, in pages."""
