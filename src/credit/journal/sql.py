@@ -29,6 +29,7 @@ nothing. The ``decisions`` primary key backs the lock up.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import hashlib
 import os
@@ -301,6 +302,10 @@ class _Group:
     start: int = 0  # the head's seq when the group opened
     added: list[Entry] = field(default_factory=list)  # every entry the group appended
     complete: bool = True  # False once the SQL path has appended inside the group
+
+
+def _seq_of(entry: Entry) -> int:
+    return entry.seq
 
 
 class SqlStore:
@@ -917,10 +922,11 @@ class SqlStore:
                     if e.seq > after_seq and (kinds is None or e.kind in kinds)
                 ]
         if group is not None and group.complete and after_seq >= group.start:
-            # only entries the group itself appended (an incremental reader caught up)
-            return [
-                e for e in group.added if e.seq > after_seq and (kinds is None or e.kind in kinds)
-            ]
+            # only entries the group itself appended (an incremental reader caught up),
+            # in seq order: those after ``after_seq`` are a tail of the list
+            added = group.added
+            tail = added[bisect.bisect_right(added, after_seq, key=_seq_of) :]
+            return tail if kinds is None else [e for e in tail if e.kind in kinds]
         query = select(self._entries).order_by(self._entries.c.seq)
         if after_seq > 0:
             query = query.where(self._entries.c.seq > after_seq)
