@@ -217,7 +217,10 @@ class FairLendingGuard:
         read_values: bool = True,
         key: str = "",
     ) -> Any:
-        if isinstance(value, Mapping):
+        kind = type(value)
+        if kind is str:  # the commonest leaf first (a str is never a container)
+            return self._leaf(value, path, found, remove=remove, read_values=read_values, key=key)
+        if kind is dict or (kind is not list and kind is not tuple and isinstance(value, Mapping)):
             out: dict[Any, Any] = {}
             for name, item in value.items():
                 here = _join(path, str(name))
@@ -252,9 +255,22 @@ class FairLendingGuard:
                 for i, item in enumerate(value)
             ]
             return tuple(items) if isinstance(value, tuple) else items
+        if isinstance(value, str):
+            return self._leaf(value, path, found, remove=remove, read_values=read_values, key=key)
+        return value
+
+    def _leaf(
+        self,
+        value: str,
+        path: str,
+        found: list[Redaction],
+        *,
+        remove: bool,
+        read_values: bool,
+        key: str,
+    ) -> str:
         if (
             read_values
-            and isinstance(value, str)
             and value != REDACTED_VALUE
             and key not in IDENTIFIER_FIELDS
             and not _json_container(value)  # embedded JSON: the governor parses and guards it
