@@ -257,6 +257,37 @@ def test_an_unverified_notice_is_refused_409_and_journaled_blocked_never_sent(
     assert not (Path(api.app.state.settings.outbox) / "API-SEND-2.notice.json").exists()
 
 
+class _Killed(BaseException):
+    """A worker dying mid-request (not an error the service could journal)."""
+
+
+def test_a_decide_killed_before_its_review_commits_leaves_nothing_and_decides_once_later(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from credit.governance.keystone import Keystone
+
+    def killed(self: Any, case_id: str, **kwargs: Any) -> Any:
+        raise _Killed
+
+    case = golden(DECLINE, "API-KILLED-1")
+    assert api.take_in(case).status_code == 201
+    before = [e.kind for e in api.store.entries("API-KILLED-1")]
+    monkeypatch.setattr(Keystone, "review", killed)
+    underwriter = api.app.state.keys.authenticate(api.keys[Role.UNDERWRITER])
+    with pytest.raises(_Killed):  # in this thread: the dying worker is not the test client
+        api.app.state.service.decide("API-KILLED-1", underwriter)
+    # the turn and its review are one commit: nothing of the turn was kept
+    assert [e.kind for e in api.store.entries("API-KILLED-1")] == before
+    assert api.store.decision_entry("API-KILLED-1") is None
+    monkeypatch.undo()
+    again = api.decide("API-KILLED-1")  # the claim was given up: decided now, once
+    assert again.status_code == 201, again.text
+    kinds = [e.kind for e in api.store.entries("API-KILLED-1")]
+    assert kinds.count("decision.recorded") == 1 and kinds.count("underwriter.turn") == 1
+    assert "notice.sent" in kinds and again.json()["life"] == "notified"
+    assert api.store.verify().ok
+
+
 # ---------------------------------------------------------------------- the gate
 
 

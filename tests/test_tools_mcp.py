@@ -361,3 +361,43 @@ def test_a_turn_that_raises_unbinds_its_case() -> None:
     with pytest.raises(KeyError), host.bound(tools_for(store, "C-A")):
         raise KeyError("the turn failed")
     assert host.case_id is None
+
+
+def test_each_thread_keeps_one_tool_server_and_concurrent_turns_decide_their_own_cases() -> None:
+    import threading
+
+    from credit.underwriters.rules import RulesUnderwriter
+    from credit.underwriters.runtime import SparkRuntime
+
+    ids = [f"C-T{i:02d}" for i in range(8)]
+    store = taken_in(
+        *(auto_case(case_id=c) if i % 2 else card_case(case_id=c) for i, c in enumerate(ids))
+    )
+    runtime = SparkRuntime(store)
+    underwriter = RulesUnderwriter()
+    hosts: dict[int, set[int]] = {}
+    results: dict[str, Any] = {}
+    barrier = threading.Barrier(2)
+
+    def work(mine: list[str]) -> None:
+        barrier.wait()  # both threads run turns at the same time
+        for case_id in mine:
+            results[case_id] = runtime.run_turn(case_id, underwriter)
+            hosts.setdefault(threading.get_ident(), set()).add(id(runtime._local.host))
+            assert runtime._local.host.case_id is None  # bound only for its turn
+
+    threads = [threading.Thread(target=work, args=(ids[i::2],)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(hosts) == 2 and all(len(built) == 1 for built in hosts.values())
+    assert len({h for built in hosts.values() for h in built}) == 2  # one server per thread
+    for case_id in ids:
+        decided = store.decision_entry(case_id)
+        assert results[case_id].decision_entry == decided and decided is not None
+        expected = decide_case(parse_case(store.get_case(case_id)), default_policy())
+        assert decided.payload["decision"]["decision"] == expected.decision.decision
+        assert decided.payload["decision"]["product"] == expected.decision.product
+        turns = store.entries(case_id, kinds=["underwriter.turn"])
+        assert len(turns) == 1 and turns[0].payload["toolCalls"] == list(TOOL_NAMES)

@@ -249,10 +249,17 @@ class CaseService:
         )
         with self._claimed(f"decide:{case_id}", busy):
             self._not_decided(case_id)  # decided between the check and the claim
-            result = self.runtime.run_turn(case_id, self.underwriter)
+            # The turn and the Keystone review are one group commit (one durable commit,
+            # the case read once): a worker killed inside leaves nothing, and the case
+            # is decided again once its claim is stale. The notice follows in a commit
+            # of its own, once the release it depends on is durable.
+            with self.store.group_commit([case_id]):
+                result = self.runtime.run_turn(case_id, self.underwriter)
+                self.work.finish(case_id, notify=False)
             if isinstance(result.error, InputError) and result.decision_entry is None:
                 raise result.error  # 422 naming the field; the failed turn is journaled
-            self.work.finish(case_id)
+            with self.store.group_commit([case_id]):
+                self.work.finish(case_id)
         self.committed()
         return self.view(case_id, principal)
 

@@ -35,6 +35,7 @@ it after the turn ends.
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -217,24 +218,36 @@ class SparkRuntime:
         self.methodology = methodology
         self.transcripts = transcripts
         self.last_refusal_was_typed = False
-        self._served: tuple[ToolHost, ToolSession] | None = None
+        # Per thread (a service runs turns in several threads at once): the tool server
+        # this thread built, and the session it is serving turns on now.
+        self._local = threading.local()
+
+    @property
+    def _served(self) -> tuple[ToolHost, ToolSession] | None:
+        served: tuple[ToolHost, ToolSession] | None = getattr(self._local, "served", None)
+        return served
 
     @asynccontextmanager
     async def serving(self) -> AsyncIterator[None]:
         """Turns run inside share one MCP server and one client session (an
         underwriter that can drive a session it is handed, :class:`DrivesSession`):
         the server is bound to each turn's case for that turn only
-        (:class:`~credit.tools.server.ToolHost`). Outside, each turn opens its own."""
-        if self._served is not None:
+        (:class:`~credit.tools.server.ToolHost`). Outside, each turn opens its own.
+        Each thread builds its server once and keeps it (a thread runs one turn at a
+        time, and the host refuses to serve a second case while it serves one)."""
+        local = self._local
+        if getattr(local, "served", None) is not None:
             yield
             return
-        host = ToolHost()
+        host: ToolHost | None = getattr(local, "host", None)
+        if host is None:
+            host = local.host = ToolHost()
         async with open_session(host.server) as session:
-            self._served = (host, session)
+            local.served = (host, session)
             try:
                 yield
             finally:
-                self._served = None
+                local.served = None
 
     async def _run(self, underwriter: Underwriter, tools: CaseTools, context: TurnContext) -> str:
         served = self._served
@@ -436,6 +449,9 @@ class SparkRuntime:
         """:meth:`turn` for synchronous callers (runs its own event loop)."""
 
         async def main() -> TurnResult:
+            if isinstance(underwriter, DrivesSession):
+                async with self.serving():  # this thread's tool server, built once
+                    return await self.turn(case_id, underwriter)
             return await self.turn(case_id, underwriter)
 
         return anyio.run(main)
