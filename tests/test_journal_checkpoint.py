@@ -550,6 +550,27 @@ def test_checkpoints_read_back_smallest_tree_first(tmp_path: Path) -> None:
     ]
 
 
+def test_the_newest_checkpoint_is_the_largest_tree_kept_whatever_else_the_folder_holds(
+    tmp_path: Path,
+) -> None:
+    from credit.journal.tree import newest_checkpoint
+
+    verifier = lender_key().verifier
+    assert newest_checkpoint(tmp_path / "none", verifier) is None
+    assert newest_checkpoint(tmp_path, verifier) is None
+    for size in (10, 2, 11, 7):
+        write_checkpoint(tmp_path, signed(size))
+    (tmp_path / "99999999999999999999.checkpoint.tmp").write_text("not one")
+    (tmp_path / "0000000000000000099.checkpoint").write_text("19 digits: not one")
+    (tmp_path / "notes.txt").write_text("not one")
+    newest = newest_checkpoint(tmp_path, verifier, origin=ORIGIN)
+    assert newest is not None and newest.size == 11
+    assert newest.path == str(tmp_path / "00000000000000000011.checkpoint")
+    (tmp_path / "00000000000000000012.checkpoint").write_bytes(signed(3))
+    with pytest.raises(JournalIntegrityError, match="named for another tree size"):
+        newest_checkpoint(tmp_path, verifier)
+
+
 def test_the_same_checkpoint_again_changes_nothing(tmp_path: Path) -> None:
     first = write_checkpoint(tmp_path, signed(7))
     assert write_checkpoint(tmp_path, signed(7).decode()) == first

@@ -11,6 +11,7 @@ audit path against a checkpoint.
 from __future__ import annotations
 
 import base64
+import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from credit.journal.signer import JournalKey
 __all__ = ["Inclusion", "inclusion", "newest_checkpoint", "sign_head"]
 
 _FILE_NAME = re.compile(r"[0-9]{20}" + re.escape(CHECKPOINT_SUFFIX))
+_NAME_LENGTH = 20 + len(CHECKPOINT_SUFFIX)
 
 
 def newest_checkpoint(
@@ -38,14 +40,20 @@ def newest_checkpoint(
 ) -> KeptCheckpoint | None:
     """The checkpoint of the largest tree size kept in ``directory``, its signature
     verified (JournalIntegrityError naming the file if it does not), or None."""
-    if not directory.is_dir():
+    try:
+        listed = os.listdir(directory)
+    except (FileNotFoundError, NotADirectoryError):
         return None
-    names = sorted(p.name for p in directory.iterdir() if _FILE_NAME.fullmatch(p.name))
-    if not names:
+    # One pass, no sort: the folder gains a file per signed head, and the names are
+    # the zero-padded tree size, so the largest name is the largest tree.
+    newest = max(
+        (n for n in listed if len(n) == _NAME_LENGTH and _FILE_NAME.fullmatch(n)), default=None
+    )
+    if newest is None:
         return None
-    path = directory / names[-1]
+    path = directory / newest
     checkpoint = verify_checkpoint(path.read_bytes(), verifier, origin=origin, source=path)
-    if checkpoint.size != int(names[-1][:20]):
+    if checkpoint.size != int(newest[:20]):
         raise JournalIntegrityError(
             f"the file is named for another tree size than its checkpoint's {checkpoint.size}",
             check="file-name",
