@@ -399,10 +399,12 @@ def test_a_case_the_service_cannot_underwrite_is_422_naming_the_field_on_every_d
 def test_a_case_whose_underwriter_raises_is_failed_once_and_a_repeat_is_409_changing_nothing(
     api: Api, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async def broken(self: RulesUnderwriter, tools: Any, context: Any) -> str:
+    async def broken(self: RulesUnderwriter, *args: Any) -> str:
         raise RuntimeError("the model endpoint answered 500")
 
+    # on its own session (run) or on the worker thread's served one (drive)
     monkeypatch.setattr(RulesUnderwriter, "run", broken)
+    monkeypatch.setattr(RulesUnderwriter, "drive", broken)
     assert api.take_in(auto_case(case_id="SVC-BOOM")).status_code == 201
     first = api.decide("SVC-BOOM")
     assert first.status_code == 201 and first.json()["life"] == "failed"

@@ -230,7 +230,11 @@ class CaseService:
         """Onramp intake; InputError (naming the field) for a bad case."""
         if not isinstance(raw, Mapping):
             raise InputError(f"a case must be a JSON object, got {_json_type(raw)}")
-        result = intake(raw, self.store, registry=self.registry)
+        case_id = raw.get("caseId")
+        # One group commit: the case, its monitoring rows and its entries land together
+        # (one durable commit), or, for a case refused, nothing at all.
+        with self.store.group_commit([case_id] if isinstance(case_id, str) else []):
+            result = intake(raw, self.store, registry=self.registry)
         self.committed()
         return {
             "caseId": result.case_id,
