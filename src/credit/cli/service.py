@@ -106,6 +106,8 @@ def serve_command(
         workers=workers,
         log_level=log_level,
         access_log=False,
+        # TCP_NODELAY on every connection (uvicorn leaves it off with several workers)
+        http="credit.service.transport:NoDelayH11Protocol",
         # Two workers importing at once on a small machine can take over uvicorn's
         # default 5 s to answer the supervisor's first health check.
         timeout_worker_healthcheck=60,
