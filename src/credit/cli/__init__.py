@@ -98,7 +98,7 @@ class _Commands(TyperGroup):
     def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
         name = COMMANDS.get(cmd_name)
         if name is not None and cmd_name not in self.commands:
-            commands = typer.Typer()
+            commands = typer.Typer(rich_markup_mode=None)
             commands.callback()(_no_options)  # a group, even of one command
             register_module(name, commands)
             built = typer.main.get_group(commands)
@@ -112,6 +112,7 @@ def _no_options() -> None:
 
 
 app = typer.Typer(
+    rich_markup_mode=None,  # plain help: rich's help renderer costs ~90 ms to import
     cls=_Commands,
     add_completion=False,
     no_args_is_help=True,

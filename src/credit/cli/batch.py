@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 __all__ = ["backtest_command", "batch_app", "batch_decide"]
 
 batch_app = typer.Typer(
+    rich_markup_mode=None,  # plain help: rich's help renderer costs ~90 ms to import
     add_completion=False,
     no_args_is_help=True,
     help="The columnar batch underwriter (the optional 'batch' extra).",

@@ -59,6 +59,7 @@ out = LazyConsole()
 err = LazyConsole(stderr=True)
 
 review_app = typer.Typer(
+    rich_markup_mode=None,  # plain help: rich's help renderer costs ~90 ms to import
     add_completion=False,
     help="The Keystone gate: list held decisions; a person releases or rejects them.",
 )

@@ -36,6 +36,7 @@ EXIT_BROKEN = 1
 EXIT_BAD_INPUT = 2
 
 journal_app = typer.Typer(
+    rich_markup_mode=None,  # plain help: rich's help renderer costs ~90 ms to import
     add_completion=False,
     no_args_is_help=True,
     help="The hash-chained case journal: verify the chain, show entries.",

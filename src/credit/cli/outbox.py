@@ -22,6 +22,7 @@ EXIT_CHANGED = 1
 EXIT_BAD_INPUT = 2
 
 outbox_app = typer.Typer(
+    rich_markup_mode=None,  # plain help: rich's help renderer costs ~90 ms to import
     add_completion=False,
     no_args_is_help=True,
     help="The outbox of sent notices, bound to the journal.",

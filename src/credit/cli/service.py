@@ -26,8 +26,12 @@ __all__ = ["db_app", "keys_app", "serve_command"]
 _out = LazyConsole()
 _err = LazyConsole(stderr=True)
 
-keys_app = typer.Typer(help="API keys: one per caller, each with one role (stored hashed).")
-db_app = typer.Typer(help="The journal's database: schema migrations (Alembic).")
+keys_app = typer.Typer(
+    rich_markup_mode=None, help="API keys: one per caller, each with one role (stored hashed)."
+)
+db_app = typer.Typer(
+    rich_markup_mode=None, help="The journal's database: schema migrations (Alembic)."
+)
 
 DatabaseOption = Annotated[
     str | None,

@@ -21,6 +21,7 @@ from credit.errors import CreditError
 __all__ = ["spark_app", "spark_decide"]
 
 spark_app = typer.Typer(
+    rich_markup_mode=None,  # plain help: rich's help renderer costs ~90 ms to import
     add_completion=False,
     no_args_is_help=True,
     help="Run the columnar underwriter on Apache Spark (the optional 'spark' extra).",
