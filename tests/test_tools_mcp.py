@@ -382,7 +382,7 @@ def test_each_thread_keeps_one_tool_server_and_concurrent_turns_decide_their_own
     def work(mine: list[str]) -> None:
         barrier.wait()  # both threads run turns at the same time
         for case_id in mine:
-            results[case_id] = runtime.run_turn(case_id, underwriter)
+            results[case_id] = runtime.run_turn(case_id, underwriter, serve=True)
             hosts.setdefault(threading.get_ident(), set()).add(id(runtime._local.host))
             assert runtime._local.host.case_id is None  # bound only for its turn
 

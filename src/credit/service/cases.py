@@ -258,7 +258,7 @@ class CaseService:
             # is decided again once its claim is stale. The notice follows in a commit
             # of its own, once the release it depends on is durable.
             with self.store.group_commit([case_id]):
-                result = self.runtime.run_turn(case_id, self.underwriter)
+                result = self.runtime.run_turn(case_id, self.underwriter, serve=True)
                 self.work.finish(case_id, notify=False)
             if isinstance(result.error, InputError) and result.decision_entry is None:
                 raise result.error  # 422 naming the field; the failed turn is journaled

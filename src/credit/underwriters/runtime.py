@@ -445,12 +445,17 @@ class SparkRuntime:
             failure=None if governor.committed is not None else str(payload["error"]),
         )
 
-    def run_turn(self, case_id: str, underwriter: Underwriter) -> TurnResult:
-        """:meth:`turn` for synchronous callers (runs its own event loop)."""
+    def run_turn(
+        self, case_id: str, underwriter: Underwriter, *, serve: bool = False
+    ) -> TurnResult:
+        """:meth:`turn` for synchronous callers (runs its own event loop). ``serve``:
+        an underwriter that drives a session it is handed (:class:`DrivesSession`) is
+        handed one on this thread's tool server, built once per thread (the service's
+        workers), instead of opening its own."""
 
         async def main() -> TurnResult:
-            if isinstance(underwriter, DrivesSession):
-                async with self.serving():  # this thread's tool server, built once
+            if serve and isinstance(underwriter, DrivesSession):
+                async with self.serving():
                     return await self.turn(case_id, underwriter)
             return await self.turn(case_id, underwriter)
 
