@@ -343,8 +343,7 @@ class ProhibitedTerms:
         present = set(words)
         if present.isdisjoint(self._openers):  # no run that can begin a match
             return []
-        found_runs = list(_RUN.finditer(norm))
-        spans = [m.span() for m in found_runs]
+        spans = [m.span() for m in _RUN.finditer(norm)]
         found: list[Match] = []
         exempt: list[tuple[int, int, str]] | None = None
         index, i, n = self._index, 0, len(words)
@@ -361,18 +360,7 @@ class ProhibitedTerms:
             if any(s <= start and end <= e and n_ == entry.name for s, e, n_ in exempt):
                 i += 1  # a shorter term inside may still cite something else
                 continue
-            found.append(
-                Match(
-                    kind=entry.kind,
-                    name=entry.name,
-                    bases=entry.bases,
-                    term=term,
-                    text=norm[start:end],
-                    start=start,
-                    end=end,
-                    reference=entry.reference,
-                )
-            )
+            found.append(_cite(entry, term, norm[start:end], start, end))
             i = j + 1
         for entry, tp in self._patterns:
             if present.isdisjoint(tp.words):
@@ -384,19 +372,7 @@ class ProhibitedTerms:
                     exempt = self._exempt_spans(norm, words, spans)
                 if any(s <= m.start() and m.end() <= e and n_ == entry.name for s, e, n_ in exempt):
                     continue
-                found.append(
-                    Match(
-                        kind=entry.kind,
-                        name=entry.name,
-                        bases=entry.bases,
-                        term=tp.id,
-                        text=m.group(),
-                        start=m.start(),
-                        end=m.end(),
-                        reference=entry.reference,
-                        pattern=True,
-                    )
-                )
+                found.append(_cite(entry, tp.id, m.group(), m.start(), m.end(), pattern=True))
         if self._patterns:
             found.sort(key=lambda f: (f.start, f.pattern))
         return found
@@ -408,6 +384,22 @@ class ProhibitedTerms:
             (start, end, self._exempt[canon].name)
             for start, end, canon in self._exempt_index.spans(norm, words, spans)
         ]
+
+
+def _cite(
+    entry: Entry, term: str, text: str, start: int, end: int, *, pattern: bool = False
+) -> Match:
+    return Match(
+        kind=entry.kind,
+        name=entry.name,
+        bases=entry.bases,
+        term=term,
+        text=text,
+        start=start,
+        end=end,
+        reference=entry.reference,
+        pattern=pattern,
+    )
 
 
 # ---------------------------------------------------------------- loading
