@@ -556,6 +556,19 @@ def test_a_pattern_inside_an_exempt_phrase_of_its_basis_is_not_a_citation(tmp_pa
     assert [m.term for m in terms.find("an age of 62")] == ["age", "age-of-n"]
 
 
+def test_past_an_exempt_phrase_a_term_beginning_inside_it_is_still_found(tmp_path: Path) -> None:
+    # "alpha beta" (age) lies in an exempt phrase of age; the search goes on from its
+    # second word, where "beta gamma" (race) begins: that one is a citation
+    doc = _document()
+    doc["bases"]["age"]["terms"].append("alpha beta")
+    doc["bases"]["age"]["exempt"].append("alpha beta gamma")
+    doc["bases"]["race"]["terms"].append("beta gamma")
+    terms = load_prohibited_terms(_write(tmp_path, doc))
+    found = terms.find("alpha beta gamma")
+    assert [(m.name, m.term, m.start) for m in found] == [("race", "beta gamma", 6)]
+    assert found == ReferenceMatcher(terms).find("alpha beta gamma")
+
+
 @pytest.mark.parametrize(
     ("change", "key", "message"),
     [

@@ -36,7 +36,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -192,10 +192,15 @@ class _PhraseIndex:
         return None
 
     def spans(
-        self, norm: str, runs: list[str] | None = None, spans: list[tuple[int, int]] | None = None
+        self,
+        norm: str,
+        runs: list[str] | None = None,
+        spans: list[tuple[int, int]] | None = None,
+        keep: Callable[[int, int, str], bool] | None = None,
     ) -> list[tuple[int, int, str]]:
         """Every match in the text, leftmost first and not overlapping: (start, end,
-        phrase)."""
+        phrase). ``keep``: a match it refuses is passed over, and the search goes on
+        from the next run (a shorter phrase inside may still match there)."""
         if runs is None or spans is None:
             found = list(_RUN.finditer(norm))
             runs, spans = [m.group() for m in found], [m.span() for m in found]
@@ -207,7 +212,11 @@ class _PhraseIndex:
                 i += 1
                 continue
             canon, j = hit
-            out.append((spans[i][0], spans[j][1], canon))
+            start, end = spans[i][0], spans[j][1]
+            if keep is not None and not keep(start, end, canon):
+                i += 1
+                continue
+            out.append((start, end, canon))
             i = j + 1
         return out
 
@@ -344,33 +353,26 @@ class ProhibitedTerms:
         if present.isdisjoint(self._openers):  # no run that can begin a match
             return []
         spans = [m.span() for m in _RUN.finditer(norm)]
-        found: list[Match] = []
-        exempt: list[tuple[int, int, str]] | None = None
-        index, i, n = self._index, 0, len(words)
-        while i < n:
-            hit = index.match_at(norm, words, spans, i)
-            if hit is None:
-                i += 1
-                continue
-            canon, j = hit
-            start, end = spans[i][0], spans[j][1]
-            entry, term = self._by_term[canon]
+        exempt: list[tuple[int, int, str]] | None = None  # read only once something matches
+
+        def not_exempt(start: int, end: int, name: str) -> bool:
+            nonlocal exempt
             if exempt is None:
                 exempt = self._exempt_spans(norm, words, spans)
-            if any(s <= start and end <= e and n_ == entry.name for s, e, n_ in exempt):
-                i += 1  # a shorter term inside may still cite something else
-                continue
+            return not any(s <= start and end <= e and n == name for s, e, n in exempt)
+
+        def owner_not_exempt(start: int, end: int, canon: str) -> bool:
+            return not_exempt(start, end, self._by_term[canon][0].name)
+
+        found: list[Match] = []
+        for start, end, canon in self._index.spans(norm, words, spans, keep=owner_not_exempt):
+            entry, term = self._by_term[canon]
             found.append(_cite(entry, term, norm[start:end], start, end))
-            i = j + 1
         for entry, tp in self._patterns:
             if present.isdisjoint(tp.words):
                 continue  # a match must hold one of its words
             for m in tp.compiled.finditer(norm):
-                if not tp.holds_a_word(m.group()):
-                    continue
-                if exempt is None:
-                    exempt = self._exempt_spans(norm, words, spans)
-                if any(s <= m.start() and m.end() <= e and n_ == entry.name for s, e, n_ in exempt):
+                if not tp.holds_a_word(m.group()) or not not_exempt(m.start(), m.end(), entry.name):
                     continue
                 found.append(_cite(entry, tp.id, m.group(), m.start(), m.end(), pattern=True))
         if self._patterns:
