@@ -388,9 +388,11 @@ def test_each_thread_keeps_one_tool_server_and_concurrent_turns_decide_their_own
 
     threads = [threading.Thread(target=work, args=(ids[i::2],)) for i in range(2)]
     for t in threads:
+        t.daemon = True  # a thread stuck on another's session must not hang the suite
         t.start()
     for t in threads:
-        t.join()
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads), "a turn never finished"
     assert len(hosts) == 2 and all(len(built) == 1 for built in hosts.values())
     assert len({h for built in hosts.values() for h in built}) == 2  # one server per thread
     for case_id in ids:

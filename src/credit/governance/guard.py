@@ -220,7 +220,7 @@ class FairLendingGuard:
         kind = type(value)
         if kind is str:  # the commonest leaf first (a str is never a container)
             return self._leaf(value, path, found, remove=remove, read_values=read_values, key=key)
-        if kind is dict or (kind is not list and kind is not tuple and isinstance(value, Mapping)):
+        if kind is dict or isinstance(value, Mapping):
             out: dict[Any, Any] = {}
             for name, item in value.items():
                 here = _join(path, str(name))

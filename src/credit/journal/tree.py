@@ -32,7 +32,6 @@ from credit.journal.signer import JournalKey
 __all__ = ["Inclusion", "inclusion", "newest_checkpoint", "sign_head"]
 
 _FILE_NAME = re.compile(r"[0-9]{20}" + re.escape(CHECKPOINT_SUFFIX))
-_NAME_LENGTH = 20 + len(CHECKPOINT_SUFFIX)
 
 
 def newest_checkpoint(
@@ -46,9 +45,7 @@ def newest_checkpoint(
         return None
     # One pass, no sort: the folder gains a file per signed head, and the names are
     # the zero-padded tree size, so the largest name is the largest tree.
-    newest = max(
-        (n for n in listed if len(n) == _NAME_LENGTH and _FILE_NAME.fullmatch(n)), default=None
-    )
+    newest = max((n for n in listed if _FILE_NAME.fullmatch(n)), default=None)
     if newest is None:
         return None
     path = directory / newest
