@@ -47,7 +47,7 @@ from credit.journal.audit import (
     vault_problem,
     vault_seal,
 )
-from credit.journal.merkle import MerkleLog, leaf_hash, root
+from credit.journal.merkle import KeptFrontiers, MerkleLog, leaf_hash
 from credit.journal.signer import JournalKey, ephemeral_key
 from credit.journal.tree import sign_head
 from credit.kinds import DECISION_RECORDED, INTAKE_ACCEPTED
@@ -409,6 +409,7 @@ class InMemoryStore:
         self._monitoring: dict[str, Mapping[str, Any]] = {}
         self._log = MerkleLog()
         self._leaves: list[bytes] = []
+        self._frontiers = KeptFrontiers()
 
     @property
     def key(self) -> JournalKey:
@@ -513,10 +514,18 @@ class InMemoryStore:
             return list(self._leaves[:size] if size is not None else self._leaves)
 
     def checkpoint(self, directory: Path) -> Path:
-        with self._lock:
+        with self._lock:  # the head cannot move while it is signed
             size, head = self._log.size, self._log.root()
-            leaves = list(self._leaves)
-        return sign_head(self._key, directory, size, head, lambda n: root(leaves[:n]))
+
+            def root_at(n: int) -> bytes:  # from the nearest frontier kept below n
+                log = self._frontiers.start(n)
+                for leaf in self._leaves[log.size : n]:
+                    log.append(leaf)
+                return log.root()
+
+            path = sign_head(self._key, directory, size, head, root_at)
+            self._frontiers.keep(self._log)
+            return path
 
     def audit(self, checkpoints: Sequence[KeptCheckpoint] = ()) -> AuditReport:
         with self._lock:

@@ -41,9 +41,11 @@ from credit.errors import InputError
 
 __all__ = [
     "EMPTY_ROOT",
+    "FRONTIERS_KEPT",
     "HASH_SIZE",
     "LEAF_PREFIX",
     "NODE_PREFIX",
+    "KeptFrontiers",
     "MerkleLog",
     "consistency_proof",
     "inclusion_proof",
@@ -143,6 +145,44 @@ class MerkleLog:
         for left in reversed(self._frontier[:-1]):
             value = node_hash(left, value)
         return value
+
+
+FRONTIERS_KEPT = 64
+
+
+class KeptFrontiers:
+    """The frontiers of the latest sizes a log was seen at (at most ``limit``, the
+    oldest forgotten first), so that its root at an earlier size ``n`` costs the leaves
+    after the largest kept size at most ``n``, not all ``n`` of them.
+
+    A store checks, before it signs a tree head, that the journal still extends the
+    newest checkpoint kept; with two writers (two service workers) that checkpoint is
+    often one the other signed, at a size this one passed while it caught up. Each
+    frontier kept is one the holder computed from the committed leaves (not thread
+    safe: the holder locks)."""
+
+    __slots__ = ("_kept", "_limit")
+
+    def __init__(self, limit: int = FRONTIERS_KEPT) -> None:
+        if limit < 1:
+            raise InputError(f"at least one frontier is kept, not {limit}", field="limit")
+        self._limit = limit
+        self._kept: dict[int, tuple[bytes, ...]] = {}
+
+    def keep(self, log: MerkleLog) -> None:
+        """Remember ``log``'s frontier at its size (the newest kept last)."""
+        self._kept.pop(log.size, None)
+        self._kept[log.size] = log.frontier
+        while len(self._kept) > self._limit:
+            del self._kept[next(iter(self._kept))]
+
+    def start(self, size: int) -> MerkleLog:
+        """A new log at the largest kept size at most ``size`` (the empty log if none),
+        to be grown with the leaves after it up to ``size``."""
+        base = max((kept for kept in self._kept if kept <= size), default=None)
+        if base is None:
+            return MerkleLog()
+        return MerkleLog.from_frontier(base, self._kept[base])
 
 
 def root(leaf_hashes: Sequence[bytes]) -> bytes:

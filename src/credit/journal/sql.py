@@ -97,7 +97,7 @@ from credit.journal.base import (
     walk_entry,
 )
 from credit.journal.checkpoint import CHECKPOINT_SUFFIX
-from credit.journal.merkle import MerkleLog, leaf_hash, root
+from credit.journal.merkle import KeptFrontiers, MerkleLog, leaf_hash
 from credit.journal.signer import JournalKey, load_journal_key
 from credit.journal.tree import sign_head
 from credit.kinds import INTAKE_ACCEPTED
@@ -329,6 +329,7 @@ class SqlStore:
         self._key = key
         self._log: MerkleLog | None = None
         self._roots: dict[int, bytes] = {}
+        self._frontiers = KeptFrontiers()
         self._tree_lock = threading.Lock()
         self._group: _Group | None = None  # the open group commit (group_commit)
         # The case views the last group commit left, with the journal's head after it:
@@ -696,6 +697,7 @@ class SqlStore:
         with self._tree_lock:
             if self._log is None or log.size >= self._log.size:
                 self._log = log
+            self._frontiers.keep(log)
 
     def _stored_leaves(self, conn: Connection, after: int, upto: int | None) -> Iterator[bytes]:
         """The leaf hashes of entries ``after < seq <= upto`` as stored (computed for
@@ -761,10 +763,16 @@ class SqlStore:
                 return kept  # this tree head is signed already
 
             def root_at(n: int) -> bytes:
+                # The newest checkpoint may be another writer's, at a size this store
+                # passed while catching up: grown from the nearest frontier kept below
+                # it, so only the leaves since are read (all of them only at first).
                 if n == size:
                     return head
-                known = self._roots.get(n)
-                return known if known is not None else root(list(self._stored_leaves(conn, 0, n)))
+                with self._tree_lock:
+                    log = self._frontiers.start(n)
+                for leaf in self._stored_leaves(conn, log.size, n):
+                    log.append(leaf)
+                return log.root()
 
             path = sign_head(self.key, directory, size, head, root_at)
         self._roots = {size: head}

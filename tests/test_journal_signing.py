@@ -1,0 +1,164 @@
+"""Signing tree heads when two writers share one journal (two service workers).
+
+Before a store signs its tree head it checks that the journal still extends the newest
+checkpoint kept, whose root it needs. That checkpoint is often the other writer's, at a
+size this store only passed while catching up; the store keeps the frontiers of the
+latest sizes it saw (``KeptFrontiers``), so the root there costs the leaves after the
+nearest one, not the whole journal on every write (it did: 41 ms a signature at 20,000
+entries, growing with the journal).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from credit.errors import InputError, JournalIntegrityError
+from credit.journal import InMemoryStore, SqlStore, open_store
+from credit.journal.audit import load_checkpoints
+from credit.journal.merkle import KeptFrontiers, MerkleLog, leaf_hash, root
+from test_journal_store import sql_backend
+
+
+@pytest.fixture(params=("sqlite", "postgresql"))
+def two(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[SqlStore, SqlStore]]:
+    """Two stores, as two worker processes would open them, on one journal."""
+    with (
+        sql_backend(request.param, tmp_path) as (first, url, schema),
+        open_store(url, schema=schema) as second,
+    ):
+        yield first, second
+
+
+class LeafCount:
+    """Counts the stored leaf hashes a store reads (its ``_stored_leaves``)."""
+
+    def __init__(self, store: SqlStore, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.read = 0
+        stored = store._stored_leaves
+
+        def counted(*args: Any, **kwargs: Any) -> Iterator[bytes]:
+            for leaf in stored(*args, **kwargs):
+                self.read += 1
+                yield leaf
+
+        monkeypatch.setattr(store, "_stored_leaves", counted)
+
+
+def test_writers_signing_in_turn_read_only_the_leaves_the_other_appended(
+    two: tuple[SqlStore, SqlStore], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = two
+    folder = tmp_path / "checkpoints"
+    for i in range(300):
+        first.append(f"C-{i}", "step.done", {"i": i})
+    first.checkpoint(folder)
+    counts = {id(s): LeafCount(s, monkeypatch) for s in (first, second)}
+    second.append("C-second", "step.done", {})  # reads the journal once: it is new
+    assert counts[id(second)].read == 300
+    for turn in range(6):
+        writer = (second, first)[turn % 2]
+        count = counts[id(writer)]
+        before = count.read
+        writer.append(f"T-{turn}", "step.done", {"turn": turn})
+        writer.checkpoint(folder)  # over the other's newest checkpoint
+        assert count.read - before <= 2, f"turn {turn} read {count.read - before} leaves"
+    size = len(first.entries())
+    kept, findings = load_checkpoints(folder, first.key.verifier, origin=first.key.name)
+    assert findings == [] and kept[-1].checkpoint.size == size
+    assert [k.checkpoint.size for k in kept] == [300, *range(size - 5, size + 1)]  # 302 on
+    assert first.audit(kept).ok and second.audit(kept).ok
+
+
+def test_a_store_that_never_saw_the_newest_size_still_checks_it_from_the_leaves(
+    two: tuple[SqlStore, SqlStore], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = two
+    folder = tmp_path / "checkpoints"
+    second.append("A", "step.done", {})
+    second.tree_head()  # the second store knows the journal at 1 entry
+    for i in range(40):
+        first.append(f"C-{i}", "step.done", {"i": i})
+    first.checkpoint(folder)  # at 41, a size the second store never held
+    count = LeafCount(second, monkeypatch)
+    second.checkpoint(folder)
+    assert count.read == 40  # the leaves after the 1 it kept: to 41, then no more
+    kept, findings = load_checkpoints(folder, first.key.verifier, origin=first.key.name)
+    assert findings == [] and [k.checkpoint.size for k in kept] == [41]
+
+
+def test_a_store_opened_after_the_history_was_rewritten_refuses_to_sign(
+    two: tuple[SqlStore, SqlStore], tmp_path: Path
+) -> None:
+    first, second = two
+    folder = tmp_path / "checkpoints"
+    for i in range(5):
+        first.append(f"C-{i}", "step.done", {"i": i})
+    first.checkpoint(folder)
+    with first._engine.begin() as conn:  # a leaf of the signed tree edited in place
+        table = first._entries
+        conn.execute(
+            table.update().where(table.c.seq == 2).values(leaf_hash=leaf_hash(b"forged").hex())
+        )
+    second.append("C-5", "step.done", {})  # a store new to the journal reads every leaf
+    with pytest.raises(JournalIntegrityError, match="no longer hash") as refused:
+        second.checkpoint(folder)
+    assert refused.value.check == "consistency"
+
+
+def test_the_in_memory_store_signs_over_its_own_checkpoints_from_the_frontier_kept(
+    tmp_path: Path,
+) -> None:
+    store = InMemoryStore()
+    folder = tmp_path / "checkpoints"
+    for i in range(5):
+        for j in range(i + 1):
+            store.append(f"C-{i}", "step.done", {"j": j})
+        store.checkpoint(folder)
+    kept, findings = load_checkpoints(folder, store.key.verifier, origin=store.key.name)
+    assert findings == [] and [k.checkpoint.size for k in kept] == [1, 3, 6, 10, 15]
+    assert store.audit(kept).ok
+
+
+# ------------------------------------------------------------------ the kept frontiers
+
+
+LEAVES = [leaf_hash(bytes([i])) for i in range(70)]
+
+
+@given(
+    kept=st.lists(st.integers(0, 70), max_size=12),
+    limit=st.integers(1, 8),
+    size=st.integers(0, 70),
+)
+def test_a_log_grown_from_any_kept_frontier_has_the_root_of_the_whole_prefix(
+    kept: list[int], limit: int, size: int
+) -> None:
+    frontiers = KeptFrontiers(limit)
+    for n in kept:
+        frontiers.keep(MerkleLog.from_leaf_hashes(LEAVES[:n]))
+    log = frontiers.start(size)
+    remembered = [n for n in dict.fromkeys(reversed(kept))][:limit]  # the newest, once each
+    assert log.size == max((n for n in remembered if n <= size), default=0)
+    for leaf in LEAVES[log.size : size]:
+        log.append(leaf)
+    assert log.size == size and log.root() == root(LEAVES[:size])
+
+
+def test_the_oldest_frontier_is_forgotten_first_and_a_size_kept_again_is_newest() -> None:
+    frontiers = KeptFrontiers(2)
+    for n in (3, 5, 3, 9):  # 3 again is the newest of 3 and 5; then 9 pushes 5 out
+        frontiers.keep(MerkleLog.from_leaf_hashes(LEAVES[:n]))
+    assert frontiers.start(8).size == 3
+    assert frontiers.start(9).size == 9
+    assert frontiers.start(2).size == 0
+
+
+def test_keeping_no_frontier_at_all_is_refused() -> None:
+    with pytest.raises(InputError, match="at least one"):
+        KeptFrontiers(0)
