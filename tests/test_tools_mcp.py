@@ -403,3 +403,97 @@ def test_each_thread_keeps_one_tool_server_and_concurrent_turns_decide_their_own
         assert decided.payload["decision"]["product"] == expected.decision.product
         turns = store.entries(case_id, kinds=["underwriter.turn"])
         assert len(turns) == 1 and turns[0].payload["toolCalls"] == list(TOOL_NAMES)
+
+
+# ------------------------------------------------------------------ the kept session
+
+
+class SessionsOpened:
+    """Counts the MCP sessions the runtime opens (``open_session``)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        import credit.underwriters.runtime as runtime_module
+
+        self.opened = 0
+        real = runtime_module.open_session
+
+        def counted(tools: Any) -> Any:
+            self.opened += 1
+            return real(tools)
+
+        monkeypatch.setattr(runtime_module, "open_session", counted)
+
+
+def test_synchronous_turns_on_one_thread_keep_one_session_open_and_each_decides_its_case(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from credit.errors import InputError
+    from credit.underwriters.rules import RulesUnderwriter
+    from credit.underwriters.runtime import SparkRuntime
+
+    ids = ["C-K1", "C-K2", "C-K3"]
+    store = taken_in(
+        auto_case(case_id="C-K1"), card_case(case_id="C-K2"), auto_case(case_id="C-K3")
+    )
+    runtime = SparkRuntime(store)
+    underwriter = RulesUnderwriter()
+    sessions = SessionsOpened(monkeypatch)
+    try:
+        first = runtime.run_turn("C-K1", underwriter, serve=True)
+        with pytest.raises(InputError, match="no case with this id"):  # raised by the turn
+            runtime.run_turn("C-NONE", underwriter, serve=True)
+        rest = [runtime.run_turn(c, underwriter, serve=True) for c in ids[1:]]
+        assert sessions.opened == 1  # the handshake, listing and validators once
+        assert getattr(runtime._local, "served", None) is None  # served only inside a turn
+        for case_id, result in zip(ids, [first, *rest], strict=True):
+            assert result.decision_entry == store.decision_entry(case_id) is not None
+            turns = store.entries(case_id, kinds=["underwriter.turn"])
+            assert len(turns) == 1 and turns[0].payload["toolCalls"] == list(TOOL_NAMES)
+        # A turn that is not served, on the same thread, runs its own way beside it.
+        intake(auto_case(case_id="C-OWN"), store)
+        own = runtime.run_turn("C-OWN", underwriter)
+        assert own.decision_entry == store.decision_entry("C-OWN") is not None
+        assert sessions.opened == 1
+    finally:
+        runtime.close()
+
+
+def test_a_closed_runtime_refuses_a_served_turn_and_closes_from_inside_a_running_loop() -> None:
+    from credit.underwriters.rules import RulesUnderwriter
+    from credit.underwriters.runtime import SparkRuntime
+
+    store = taken_in(auto_case(case_id="C-C1"), auto_case(case_id="C-C2"))
+    runtime = SparkRuntime(store)
+    underwriter = RulesUnderwriter()
+    assert runtime.run_turn("C-C1", underwriter, serve=True).decision_entry is not None
+    loop = runtime._local.kept._loop
+
+    async def shutdown() -> None:  # as a server's lifespan does, on its own loop
+        runtime.close()
+
+    anyio.run(shutdown)
+    assert loop.is_closed()
+    with pytest.raises(RuntimeError, match="the runtime was closed"):
+        runtime.run_turn("C-C2", underwriter, serve=True)
+    fresh = threading_result(lambda: runtime.run_turn("C-C2", underwriter, serve=True))
+    assert isinstance(fresh, RuntimeError) and "closed" in str(fresh)
+    assert store.decision_entry("C-C2") is None
+    runtime.close()  # again: nothing to do
+
+
+def threading_result(call: Any) -> Any:
+    """What ``call`` returns or raises, run on a thread of its own."""
+    import threading
+
+    out: list[Any] = []
+
+    def run() -> None:
+        try:
+            out.append(call())
+        except Exception as err:
+            out.append(err)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(timeout=60)
+    return out[0]

@@ -335,7 +335,9 @@ def create_app(
     app.state.service_db = service_db
 
     def close() -> None:
-        """Close what this app opened (its store and service tables)."""
+        """Close what this app opened (the tool sessions its workers kept, its store
+        and service tables)."""
+        app.state.service.close()
         for opened in (owned, service_db):
             if opened is not None:
                 opened.close()

@@ -123,6 +123,10 @@ class CaseService:
         self.work.finish_all()
         self.committed()
 
+    def close(self) -> None:
+        """End the tool sessions the worker threads kept open for their turns."""
+        self.runtime.close()
+
     def committed(self) -> None:
         """After a request that wrote: sign the tree head into the checkpoints folder
         (when one is set), so every entry is covered by a signed checkpoint."""
