@@ -770,8 +770,9 @@ class SqlStore:
                     return head
                 with self._tree_lock:
                     log = self._frontiers.start(n)
-                for leaf in self._stored_leaves(conn, log.size, n):
-                    log.append(leaf)
+                if log.size < n:  # else kept at n itself: no query
+                    for leaf in self._stored_leaves(conn, log.size, n):
+                        log.append(leaf)
                 return log.root()
 
             path = sign_head(self.key, directory, size, head, root_at)
