@@ -29,9 +29,11 @@ from credit.canonical import canonical_bytes
 from credit.errors import InputError, JournalIntegrityError
 from credit.journal import InMemoryStore
 from credit.journal.checkpoint import (
+    NEWEST_POINTER,
     Checkpoint,
     NoteSignature,
     checkpoint_body,
+    newest_file,
     open_note,
     parse_checkpoint,
     parse_note,
@@ -566,9 +568,62 @@ def test_the_newest_checkpoint_is_the_largest_tree_kept_whatever_else_the_folder
     newest = newest_checkpoint(tmp_path, verifier, origin=ORIGIN)
     assert newest is not None and newest.size == 11
     assert newest.path == str(tmp_path / "00000000000000000011.checkpoint")
+    # A file put there by hand, not by write_checkpoint: the examiner's lookup lists
+    # the folder and reads it; signing's lookup goes by the folder's pointer, until the
+    # pointer is gone.
     (tmp_path / "00000000000000000012.checkpoint").write_bytes(signed(3))
     with pytest.raises(JournalIntegrityError, match="named for another tree size"):
+        newest_checkpoint(tmp_path, verifier, pointer=False)
+    pointed = newest_checkpoint(tmp_path, verifier)
+    assert pointed is not None and pointed.size == 11
+    (tmp_path / NEWEST_POINTER).unlink()
+    with pytest.raises(JournalIntegrityError, match="named for another tree size"):
         newest_checkpoint(tmp_path, verifier)
+
+
+def test_the_folder_s_pointer_names_the_largest_checkpoint_written_in_any_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    listings = []
+    real_listdir = os.listdir
+    monkeypatch.setattr(os, "listdir", lambda d: listings.append(d) or real_listdir(d))
+    for size in (5, 9, 7, 9):
+        write_checkpoint(tmp_path, signed(size))
+        assert (
+            tmp_path / NEWEST_POINTER
+        ).read_text() == f"{9 if size != 5 else 5:020d}.checkpoint\n"
+    assert listings == [tmp_path]  # once, for the first: the folder had no pointer yet
+    assert newest_file(tmp_path) == newest_file(tmp_path, pointer=False) == f"{9:020d}.checkpoint"
+    assert len(listings) == 2  # only the lookup that was asked to list
+    assert [p.name for p in sorted(tmp_path.iterdir())] == [
+        NEWEST_POINTER,
+        *(f"{n:020d}.checkpoint" for n in (5, 7, 9)),
+    ]  # no temporary left behind
+    assert [Path(p).name for p, _ in read_checkpoints(tmp_path)] == [
+        f"{n:020d}.checkpoint" for n in (5, 7, 9)
+    ]  # the pointer is no checkpoint
+
+
+@pytest.mark.parametrize(
+    "pointer",
+    [None, "", "garbage\n", "00000000000000000003.checkpoint\n", b"\xff\xfe"],
+    ids=["missing", "empty", "not-a-name", "a-file-not-there", "not-ascii"],
+)
+def test_a_broken_pointer_is_a_listing_and_the_next_write_mends_it(
+    tmp_path: Path, pointer: str | bytes | None
+) -> None:
+    for size in (4, 6):
+        write_checkpoint(tmp_path, signed(size))
+    target = tmp_path / NEWEST_POINTER
+    if pointer is None:
+        target.unlink()
+    elif isinstance(pointer, bytes):
+        target.write_bytes(pointer)
+    else:
+        target.write_text(pointer)
+    assert newest_file(tmp_path) == f"{6:020d}.checkpoint"
+    write_checkpoint(tmp_path, signed(5))  # smaller than the newest: points at the newest
+    assert target.read_text() == f"{6:020d}.checkpoint\n"
 
 
 def test_the_same_checkpoint_again_changes_nothing(tmp_path: Path) -> None:
@@ -594,7 +649,10 @@ def test_a_different_checkpoint_of_a_size_already_kept_is_a_fork(tmp_path: Path)
         write_checkpoint(tmp_path, fork)
     assert integrity_error(err) == ("fork", None, 7, str(path))
     assert path.read_bytes() == signed(7)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["00000000000000000007.checkpoint"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        NEWEST_POINTER,
+        "00000000000000000007.checkpoint",
+    ]
 
 
 def test_a_malformed_checkpoint_is_not_kept(tmp_path: Path) -> None:

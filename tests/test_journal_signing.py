@@ -162,3 +162,24 @@ def test_the_oldest_frontier_is_forgotten_first_and_a_size_kept_again_is_newest(
 def test_keeping_no_frontier_at_all_is_refused() -> None:
     with pytest.raises(InputError, match="at least one"):
         KeptFrontiers(0)
+
+
+def test_signing_finds_the_newest_checkpoint_by_the_folder_s_pointer_not_a_listing(
+    two: tuple[SqlStore, SqlStore], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    first, second = two
+    folder = tmp_path / "checkpoints"
+    listings: list[str] = []
+    real_listdir = os.listdir
+    monkeypatch.setattr(os, "listdir", lambda d: listings.append(d) or real_listdir(d))
+    at_first = 0
+    for turn in range(20):  # the folder gains a file with every signature
+        writer = (first, second)[turn % 2]
+        writer.append(f"T-{turn}", "step.done", {"turn": turn})
+        writer.checkpoint(folder)
+        at_first = at_first or len(listings)
+    assert at_first and len(listings) == at_first  # only the first signature's: a new folder
+    kept, findings = load_checkpoints(folder, first.key.verifier, origin=first.key.name)
+    assert findings == [] and [k.checkpoint.size for k in kept] == list(range(1, 21))

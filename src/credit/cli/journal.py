@@ -291,7 +291,7 @@ def newest_signed(
     key, verifier = _keys(public_key)
     if verifier is None:
         raise InputError("no verifier key (--public-key)", source=str(folder))
-    newest = newest_checkpoint(folder, verifier)
+    newest = newest_checkpoint(folder, verifier, pointer=False)  # every file counts
     if newest is None:
         raise InputError("no signed checkpoint kept there", source=str(folder))
     return key, verifier, newest

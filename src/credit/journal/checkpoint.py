@@ -41,7 +41,10 @@ size, a fork, and :func:`write_checkpoint` refuses the second.
 from __future__ import annotations
 
 import base64
+import contextlib
+import os
 import re
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,11 +57,13 @@ from credit.journal.merkle import HASH_SIZE
 __all__ = [
     "CHECKPOINT_SUFFIX",
     "MAX_SIGNATURES",
+    "NEWEST_POINTER",
     "SIGNATURE_PREFIX",
     "Checkpoint",
     "Note",
     "NoteSignature",
     "checkpoint_body",
+    "newest_file",
     "open_note",
     "parse_checkpoint",
     "parse_note",
@@ -75,6 +80,7 @@ CHECKPOINT_SUFFIX = ".checkpoint"
 _MAX_TREE_SIZE = 2**64 - 1
 _SIZE_LINE = re.compile(r"0|[1-9][0-9]*")
 _FILE_NAME = re.compile(r"([0-9]{20})" + re.escape(CHECKPOINT_SUFFIX))
+NEWEST_POINTER = ".newest"  # hidden: read_checkpoints and the examiner's tools skip it
 
 
 @dataclass(frozen=True, slots=True)
@@ -404,7 +410,59 @@ def write_checkpoint(directory: Path, text: bytes | str) -> Path:
                 checkpoint=str(path),
                 tree_size=checkpoint.size,
             ) from None
+    _point_at(directory, path.name)
     return path
+
+
+def _pointed(directory: Path) -> str | None:
+    """The checkpoint file the folder's pointer names, if it names one that is there."""
+    try:
+        named = (directory / NEWEST_POINTER).read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if _FILE_NAME.fullmatch(named) is None or not (directory / named).is_file():
+        return None
+    return named
+
+
+def newest_file(directory: Path, *, pointer: bool = True) -> str | None:
+    """The name of the newest checkpoint file in ``directory`` (None for none): the
+    largest name, the names being zero-padded tree sizes.
+
+    ``pointer``: as the folder's pointer (``.newest``) names it when it names a file
+    that is there. :func:`write_checkpoint` keeps the pointer, so a folder written only
+    through it (every signature: ``store.checkpoint``, under the journal's write lock)
+    never lists its files, one more with every signature, to find the newest. A missing
+    or broken pointer falls back on listing; a pointer left stale by a crash between
+    a file and its pointer names an older checkpoint, which only weakens the next
+    signature's check, never refuses a good one. ``pointer=False`` lists the folder
+    (the examiner's tools: a file copied in by hand counts too)."""
+    if pointer and (named := _pointed(directory)) is not None:
+        return named
+    try:
+        listed = os.listdir(directory)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return max((n for n in listed if _FILE_NAME.fullmatch(n)), default=None)
+
+
+def _point_at(directory: Path, name: str) -> None:
+    """Point the folder's pointer at ``name`` if it is newer than the newest named
+    there. Replaced atomically but not made durable: it is a hint, and a pointer lost
+    or stale after a crash is only a listing, or a weaker check, the next time."""
+    newest = newest_file(directory)
+    if newest is not None and newest >= name:
+        if newest == _pointed(directory):
+            return
+        name = newest
+    fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=f"{NEWEST_POINTER}.tmp-")
+    try:
+        with os.fdopen(fd, "w", encoding="ascii") as handle:
+            handle.write(name + "\n")
+        os.replace(tmp_name, directory / NEWEST_POINTER)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp_name)
 
 
 def read_checkpoints(directory: Path) -> list[tuple[Path, str]]:

@@ -11,8 +11,6 @@ audit path against a checkpoint.
 from __future__ import annotations
 
 import base64
-import os
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +18,7 @@ from pathlib import Path
 from credit.errors import JournalIntegrityError
 from credit.journal.audit import KeptCheckpoint
 from credit.journal.checkpoint import (
-    CHECKPOINT_SUFFIX,
+    newest_file,
     sign_checkpoint,
     verify_checkpoint,
     write_checkpoint,
@@ -31,21 +29,15 @@ from credit.journal.signer import JournalKey
 
 __all__ = ["Inclusion", "inclusion", "newest_checkpoint", "sign_head"]
 
-_FILE_NAME = re.compile(r"[0-9]{20}" + re.escape(CHECKPOINT_SUFFIX))
-
 
 def newest_checkpoint(
-    directory: Path, verifier: VerifierKey, *, origin: str | None = None
+    directory: Path, verifier: VerifierKey, *, origin: str | None = None, pointer: bool = True
 ) -> KeptCheckpoint | None:
     """The checkpoint of the largest tree size kept in ``directory``, its signature
-    verified (JournalIntegrityError naming the file if it does not), or None."""
-    try:
-        listed = os.listdir(directory)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    # One pass, no sort: the folder gains a file per signed head, and the names are
-    # the zero-padded tree size, so the largest name is the largest tree.
-    newest = max((n for n in listed if _FILE_NAME.fullmatch(n)), default=None)
+    verified (JournalIntegrityError naming the file if it does not), or None.
+    ``pointer``: found by the folder's pointer when it has one (signing), else by
+    listing the folder (:func:`credit.journal.checkpoint.newest_file`)."""
+    newest = newest_file(directory, pointer=pointer)
     if newest is None:
         return None
     path = directory / newest
