@@ -162,7 +162,7 @@ class _PhraseIndex:
             phrase = _Phrase(
                 canon=canon,
                 rest=tuple(canon[a:b] for a, b in spans[1:]),
-                gaps=tuple(gaps.setdefault(g, _gap_pattern(g)) for g in between),
+                gaps=tuple(gaps.get(g) or gaps.setdefault(g, _gap_pattern(g)) for g in between),
             )
             by_first.setdefault(canon[spans[0][0] : spans[0][1]], []).append(phrase)
         self._by_first = {run: tuple(found) for run, found in by_first.items()}

@@ -82,7 +82,8 @@ def separators(pattern: re.Pattern[str]) -> frozenset[str]:
             return frozenset()
         flags = parsed.state.flags | re.IGNORECASE | re.DOTALL
         left = set(_CANDIDATES)
-        for leaf in leaves:
+        # Each distinct part once: a pattern repeats the same letters and classes.
+        for leaf in {repr(leaf): leaf for leaf in leaves}.values():
             one = _compiler.compile(_parser.SubPattern(parsed.state, [leaf]), flags)
             left = {ch for ch in left if one.fullmatch(ch) is None}
     except Exception:  # a pattern this reading does not know: the plain path
