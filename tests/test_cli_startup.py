@@ -55,7 +55,7 @@ HEAVY = (
 # import, not the core's (whose models stay unimported; ``credit --help`` imports none).
 TYPERS_OWN = ("pydantic", "pydantic_core", "typing_inspection", "annotated_types")
 # Of credit itself, the help may import the package, the command line and the errors.
-LIGHT_CREDIT = ("credit", "credit.cli", "credit.errors")
+LIGHT_CREDIT = ("credit", "credit._exports", "credit.cli", "credit.errors")
 
 
 def imported_after(code: str) -> set[str]:

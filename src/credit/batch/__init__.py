@@ -19,8 +19,9 @@ docs/batch.md describes the schema, the exactness argument and the commands.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from credit._exports import lazy_exports
 
 if TYPE_CHECKING:
     from credit.batch.engine import (
@@ -74,12 +75,4 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module 'credit.batch' has no attribute {name!r}")
-    return getattr(importlib.import_module(home), name)
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _HOME)

@@ -7,8 +7,9 @@ it judges.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from credit._exports import lazy_exports
 
 if TYPE_CHECKING:
     from credit.guardrails.expectation import ADVERSE_DECISIONS, expectation_for
@@ -39,13 +40,9 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(
+    __name__, {name: f"{__name__}.{home}" for name, home in _HOME.items()}
+)
 
 
 __all__ = [
