@@ -27,11 +27,11 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
@@ -48,6 +48,8 @@ if TYPE_CHECKING:
     from credit.journal import SqlStore
     from credit.lifecycle import CaseLife
     from credit.roles import Actor
+
+_T = TypeVar("_T")
 
 __all__ = ["fairness", "register_governance", "review_app"]
 
@@ -217,6 +219,22 @@ def _work(database: str | None, outbox: Path) -> Iterator[CaseWork]:
         yield CaseWork(store, DirectoryOutbox(outbox))
 
 
+def _as_reviewer(
+    key: str | None,
+    database: str | None,
+    outbox: Path,
+    act: Callable[[CaseWork, Actor], _T],
+) -> tuple[Actor, _T]:
+    """The person the key names, and what ``act`` did as that person on the journal
+    (a CreditError is one line naming it, exit 2 or 1)."""
+    actor = _actor(key, database)
+    with _work(database, outbox) as work:
+        try:
+            return actor, act(work, actor)
+        except CreditError as e:
+            raise _fail(e) from None
+
+
 def _where(life: CaseLife) -> str:
     item = life.item
     if item is None:
@@ -253,12 +271,9 @@ def review_release(
     """Release a held case, with four eyes: the first reviewer's release approves it,
     a second reviewer's releases it; a released decline or counteroffer then gets its
     notice rendered, verified and sent."""
-    actor = _actor(key, database)
-    with _work(database, outbox) as work:
-        try:
-            action, life = work.release(case, actor, reason)
-        except CreditError as e:
-            raise _fail(e) from None
+    actor, (action, life) = _as_reviewer(
+        key, database, outbox, lambda work, actor: work.release(case, actor, reason)
+    )
     if action.outcome == "approved":
         out.print(
             f"case {case} approved by {actor.name} (journal entry {action.entry.seq}); a "
@@ -285,12 +300,9 @@ def review_reject(
 ) -> None:
     """Reject a held case: its decision is not committed, and a credit officer must
     decide the case. Journals who and why."""
-    actor = _actor(key, database)
-    with _work(database, outbox) as work:
-        try:
-            life = work.reject(case, actor, reason)
-        except CreditError as e:
-            raise _fail(e) from None
+    actor, life = _as_reviewer(
+        key, database, outbox, lambda work, actor: work.reject(case, actor, reason)
+    )
     out.print(f"case {case} rejected by {actor.name}", highlight=False, markup=False)
     out.print(_where(life), highlight=False, markup=False)
 
