@@ -383,3 +383,26 @@ def test_an_unknown_path_and_a_wrong_method_are_json_errors(api: Api) -> None:
     assert missing.status_code == 404 and "no such path" in error(missing)["message"]
     wrong = api.client.delete("/v1/queue")
     assert wrong.status_code == 405 and "DELETE" in error(wrong)["message"]
+
+
+def test_a_served_worker_freezes_its_start_up_objects_out_of_the_collector_and_a_test_app_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gc
+
+    from fastapi.testclient import TestClient
+
+    from credit.service.app import create_app, create_app_from_env
+
+    frozen: list[bool] = []
+    monkeypatch.setattr(gc, "freeze", lambda: frozen.append(True))
+    monkeypatch.setenv("CREDIT_DATABASE_URL", f"sqlite:///{tmp_path / 'journal.db'}")
+    monkeypatch.setenv("CREDIT_OUTBOX", str(tmp_path / "outbox"))
+    monkeypatch.setenv("CREDIT_CHECKPOINTS", str(tmp_path / "checkpoints"))
+    with TestClient(create_app()) as client:  # an app made here, as the tests make them
+        assert client.get("/healthz").status_code == 200
+    assert frozen == []
+    with TestClient(create_app_from_env()) as client:  # what each credit serve worker runs
+        assert client.get("/healthz").status_code == 200
+        assert frozen == [True]  # once started, before the first request
+    assert frozen == [True]
