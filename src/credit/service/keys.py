@@ -142,11 +142,23 @@ class KeyStore(Protocol):
 
 
 class _Verified:
-    """Keys verified lately (by SHA-256), so scrypt runs once a minute per key."""
+    """Keys verified lately (by SHA-256), so scrypt runs once a minute per key; and one
+    verification of a key at a time (:meth:`flight`), so that when a key's minute runs
+    out under load its requests wait for one scrypt instead of each running its own."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._seen: dict[str, tuple[Principal, float]] = {}
+        self._flights: dict[str, threading.Lock] = {}
+
+    def flight(self, key: str) -> threading.Lock:
+        """The lock a verification of ``key`` holds (one per key, so that different
+        keys, a caller's and a guesser's, never wait for each other)."""
+        tag = hashlib.sha256(key.encode()).hexdigest()
+        with self._lock:
+            if len(self._flights) >= VERIFIED_MAX:
+                self._flights.clear()  # a holder keeps its own reference
+            return self._flights.setdefault(tag, threading.Lock())
 
     def get(self, key: str) -> Principal | None:
         tag = hashlib.sha256(key.encode()).hexdigest()
@@ -187,15 +199,20 @@ class _KeyStoreBase(ABC):
         if split is None:
             return None
         cached = self._verified.get(key)
-        if cached is not None:
-            # The secret was checked lately; whether the key still stands is read now.
-            return cached if self.active(split[0]) is not None else None
-        found = self._row(split[0])
-        if found is None or found[0].revoked or not verify_secret(split[1], found[1]):
-            return None
-        principal = Principal(found[0].name, found[0].role, found[0].key_id)
-        self._verified.put(key, principal)
-        return principal
+        if cached is None:
+            with self._verified.flight(key):
+                cached = self._verified.get(key)  # verified meanwhile by another request
+                if cached is None:
+                    found = self._row(split[0])
+                    if found is None or found[0].revoked:
+                        return None
+                    if not verify_secret(split[1], found[1]):
+                        return None
+                    principal = Principal(found[0].name, found[0].role, found[0].key_id)
+                    self._verified.put(key, principal)
+                    return principal
+        # The secret was checked lately; whether the key still stands is read now.
+        return cached if self.active(split[0]) is not None else None
 
     def active(self, key_id: str) -> Principal | None:
         found = self._row(key_id)
