@@ -51,6 +51,7 @@ SCRYPT_N: Final = 2**14
 SCRYPT_R: Final = 8
 SCRYPT_P: Final = 1
 VERIFIED_TTL_S: Final = 60.0
+REFRESH_AHEAD_S: Final = 10.0  # a key in use is checked again this long before its minute ends
 VERIFIED_MAX: Final = 4096
 
 
@@ -144,7 +145,9 @@ class KeyStore(Protocol):
 class _Verified:
     """Keys verified lately (by SHA-256), so scrypt runs once a minute per key; and one
     verification of a key at a time (:meth:`flight`), so that when a key's minute runs
-    out under load its requests wait for one scrypt instead of each running its own."""
+    out under load its requests wait for one scrypt instead of each running its own. A
+    key in use is checked again aside before its minute ends, so no request of it waits
+    for scrypt; only a key unused for a minute is checked in its request."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -160,16 +163,19 @@ class _Verified:
                 self._flights.clear()  # a holder keeps its own reference
             return self._flights.setdefault(tag, threading.Lock())
 
-    def get(self, key: str) -> Principal | None:
+    def get(self, key: str) -> tuple[Principal, bool] | None:
+        """The key's principal if verified within the minute, and whether its minute
+        ends within :data:`REFRESH_AHEAD_S` (then it is due to be checked again)."""
         tag = hashlib.sha256(key.encode()).hexdigest()
         with self._lock:
             hit = self._seen.get(tag)
             if hit is None:
                 return None
-            if hit[1] < time.monotonic():
+            now = time.monotonic()
+            if hit[1] < now:
                 del self._seen[tag]
                 return None
-            return hit[0]
+            return hit[0], hit[1] - now < REFRESH_AHEAD_S
 
     def put(self, key: str, principal: Principal) -> None:
         tag = hashlib.sha256(key.encode()).hexdigest()
@@ -203,16 +209,36 @@ class _KeyStoreBase(ABC):
             with self._verified.flight(key):
                 cached = self._verified.get(key)  # verified meanwhile by another request
                 if cached is None:
-                    found = self._row(split[0])
-                    if found is None or found[0].revoked:
-                        return None
-                    if not verify_secret(split[1], found[1]):
-                        return None
-                    principal = Principal(found[0].name, found[0].role, found[0].key_id)
-                    self._verified.put(key, principal)
-                    return principal
+                    return self._check(key, *split)
+        principal, due = cached
+        if due:  # in use and its minute nearly out: checked again aside, not in a request
+            self._check_aside(key, *split)
         # The secret was checked lately; whether the key still stands is read now.
-        return cached if self.active(split[0]) is not None else None
+        return principal if self.active(split[0]) is not None else None
+
+    def _check(self, key: str, key_id: str, secret: str) -> Principal | None:
+        """Check the secret against the stored hash (scrypt); remember it if it holds."""
+        found = self._row(key_id)
+        if found is None or found[0].revoked or not verify_secret(secret, found[1]):
+            return None
+        principal = Principal(found[0].name, found[0].role, found[0].key_id)
+        self._verified.put(key, principal)
+        return principal
+
+    def _check_aside(self, key: str, key_id: str, secret: str) -> None:
+        """:meth:`_check` on a thread of its own, unless a check of the key is under way
+        (it holds the key's flight until done)."""
+        flight = self._verified.flight(key)
+        if not flight.acquire(blocking=False):
+            return
+
+        def run() -> None:
+            try:
+                self._check(key, key_id, secret)
+            finally:
+                flight.release()
+
+        threading.Thread(target=run, name="credit-key-check", daemon=True).start()
 
     def active(self, key_id: str) -> Principal | None:
         found = self._row(key_id)
