@@ -497,3 +497,25 @@ def threading_result(call: Any) -> Any:
     thread.start()
     thread.join(timeout=60)
     return out[0]
+
+
+def test_the_session_of_a_thread_that_ended_is_ended_when_a_new_thread_opens_its_own() -> None:
+    from credit.underwriters.rules import RulesUnderwriter
+    from credit.underwriters.runtime import SparkRuntime
+
+    store = taken_in(*(auto_case(case_id=f"C-E{i}") for i in range(4)))
+    runtime = SparkRuntime(store)
+    underwriter = RulesUnderwriter()
+    try:
+        for i in range(3):  # three threads, each ended before the next starts
+            result = threading_result(
+                lambda i=i: runtime.run_turn(f"C-E{i}", underwriter, serve=True)
+            )
+            assert result.decision_entry is not None
+        assert len(runtime._kept) == 1  # the last thread's; the others were ended
+        loops = [runtime._kept[0]._loop]
+        assert not loops[0].is_closed()
+        runtime.run_turn("C-E3", underwriter, serve=True)  # this thread's own
+        assert len(runtime._kept) == 1 and loops[0].is_closed()  # the ended thread's closed
+    finally:
+        runtime.close()

@@ -212,6 +212,7 @@ class _KeptSession:
 
     def __init__(self, local: threading.local) -> None:
         self._local = local  # the runtime's per-thread state (not the runtime: no cycle)
+        self.thread = threading.current_thread()  # the thread whose session it is
         self._loop = asyncio.new_event_loop()
         self._lock = threading.Lock()
         self._requests: asyncio.Queue[tuple[_Work | None, asyncio.Future[Any]]] | None = None
@@ -356,6 +357,11 @@ class SparkRuntime:
             with self._kept_lock:
                 if not self._closer.alive:
                     raise RuntimeError("the runtime was closed: no turn runs on it")
+                # A server's worker threads come and go (anyio ends one idle for 10 s):
+                # the sessions of threads that have ended are ended with them.
+                for ended in [k for k in self._kept if not k.thread.is_alive()]:
+                    self._kept.remove(ended)
+                    ended.close()
                 kept = self._local.kept = _KeptSession(self._local)
                 self._kept.append(kept)
         return kept
