@@ -262,8 +262,8 @@ class _KeptSession:
                     local.served = None
 
     def close(self) -> None:
-        """End the session and close the loop (in a thread of its own, so that it can
-        be called where another loop runs, a server's shutdown)."""
+        """End the session and close the loop: here, or, where another loop runs (a
+        server's shutdown), on a thread of its own."""
 
         def end() -> None:
             with self._lock:
@@ -274,6 +274,11 @@ class _KeptSession:
                 finally:
                     self._loop.close()
 
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # no loop runs here (a worker thread, the exit)
+            end()
+            return
         closer = threading.Thread(target=end, name="credit-session-close")
         closer.start()
         closer.join()
