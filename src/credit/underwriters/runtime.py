@@ -373,8 +373,8 @@ class SparkRuntime:
 
     def close(self) -> None:
         """End the sessions kept open for synchronous turns (each thread's) and close
-        their loops; a turn asked for afterwards is refused. Also done when the runtime
-        is collected."""
+        their loops; a served turn asked for afterwards is refused (a turn that opens
+        its own session still runs). Also done when the runtime is collected."""
         with self._kept_lock:
             self._closer()
 
