@@ -129,6 +129,28 @@ def test_decide_runs_the_governed_turn_the_keystone_review_and_sends_the_notice_
     assert kinds.count("notice.sent") == 1
 
 
+def test_an_approval_is_decided_in_one_commit_and_a_decline_s_notice_in_a_second(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = api.app.state.store
+    groups: list[tuple[str, ...]] = []
+    real = store.group_commit
+
+    def counted(case_ids: Any = ()) -> Any:
+        groups.append(tuple(case_ids))
+        return real(case_ids)
+
+    monkeypatch.setattr(store, "group_commit", counted)
+    for case, want in ((approvable("API-ONE-COMMIT"), 1), (golden(DECLINE, "API-TWO"), 2)):
+        assert api.take_in(case).status_code == 201
+        groups.clear()
+        response = api.decide(case["caseId"])
+        assert response.status_code == 201, response.text
+        body = response.json()
+        assert groups == [(case["caseId"],)] * want, body["decision"]["decision"]
+    assert body["notice"] == "sent"  # the decline's, in its own commit after the release
+
+
 def test_a_second_decide_is_409_with_a_clear_message_and_changes_nothing(api: Api) -> None:
     api.decided(approvable("API-DECIDE-2"))
     before = api.store.entries()

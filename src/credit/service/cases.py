@@ -263,11 +263,14 @@ class CaseService:
             # of its own, once the release it depends on is durable.
             with self.store.group_commit([case_id]):
                 result = self.runtime.run_turn(case_id, self.underwriter, serve=True)
-                self.work.finish(case_id, notify=False)
+                reviewed = self.work.finish(case_id, notify=False)
             if isinstance(result.error, InputError) and result.decision_entry is None:
                 raise result.error  # 422 naming the field; the failed turn is journaled
-            with self.store.group_commit([case_id]):
-                self.work.finish(case_id)
+            # The notice's commit only when there is work left (a released decline or
+            # counteroffer to notify): an approval, a referral or a held decision is done.
+            if reviewed.system_work is not None:
+                with self.store.group_commit([case_id]):
+                    self.work.finish(case_id)
         self.committed()
         return self.view(case_id, principal)
 
