@@ -35,6 +35,12 @@ def two(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[SqlSto
         yield first, second
 
 
+def appended(store: SqlStore, count: int) -> None:
+    """``count`` entries, one each for cases C-0, C-1, ..."""
+    for i in range(count):
+        store.append(f"C-{i}", "step.done", {"i": i})
+
+
 class LeafCount:
     """Counts the stored leaf hashes a store reads (its ``_stored_leaves``)."""
 
@@ -55,8 +61,7 @@ def test_writers_signing_in_turn_read_only_the_leaves_the_other_appended(
 ) -> None:
     first, second = two
     folder = tmp_path / "checkpoints"
-    for i in range(300):
-        first.append(f"C-{i}", "step.done", {"i": i})
+    appended(first, 300)
     first.checkpoint(folder)
     counts = {id(s): LeafCount(s, monkeypatch) for s in (first, second)}
     second.append("C-second", "step.done", {})  # reads the journal once: it is new
@@ -82,8 +87,7 @@ def test_a_store_that_never_saw_the_newest_size_still_checks_it_from_the_leaves(
     folder = tmp_path / "checkpoints"
     second.append("A", "step.done", {})
     second.tree_head()  # the second store knows the journal at 1 entry
-    for i in range(40):
-        first.append(f"C-{i}", "step.done", {"i": i})
+    appended(first, 40)
     first.checkpoint(folder)  # at 41, a size the second store never held
     count = LeafCount(second, monkeypatch)
     second.checkpoint(folder)
@@ -97,8 +101,7 @@ def test_a_store_opened_after_the_history_was_rewritten_refuses_to_sign(
 ) -> None:
     first, second = two
     folder = tmp_path / "checkpoints"
-    for i in range(5):
-        first.append(f"C-{i}", "step.done", {"i": i})
+    appended(first, 5)
     first.checkpoint(folder)
     with first._engine.begin() as conn:  # a leaf of the signed tree edited in place
         table = first._entries

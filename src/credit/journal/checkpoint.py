@@ -450,9 +450,10 @@ def _point_at(directory: Path, name: str) -> None:
     """Point the folder's pointer at ``name`` if it is newer than the newest named
     there. Replaced atomically but not made durable: it is a hint, and a pointer lost
     or stale after a crash is only a listing, or a weaker check, the next time."""
-    newest = newest_file(directory)
+    pointed = _pointed(directory)  # read once: a listing only when it names nothing
+    newest = pointed if pointed is not None else newest_file(directory, pointer=False)
     if newest is not None and newest >= name:
-        if newest == _pointed(directory):
+        if newest == pointed:
             return
         name = newest
     fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=f"{NEWEST_POINTER}.tmp-")

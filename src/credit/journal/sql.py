@@ -328,7 +328,7 @@ class SqlStore:
         parsed, self.schema = _parse_url(url, schema)
         self._key = key
         self._log: MerkleLog | None = None
-        self._roots: dict[int, bytes] = {}
+        self._signed: tuple[int, bytes] | None = None  # the head this store signed last
         self._frontiers = KeptFrontiers()
         self._tree_lock = threading.Lock()
         self._group: _Group | None = None  # the open group commit (group_commit)
@@ -759,7 +759,7 @@ class SqlStore:
             log = self._grown(conn, self._head_seq(conn))
             size, head = log.size, log.root()
             kept = directory / f"{size:020d}{CHECKPOINT_SUFFIX}"
-            if self._roots.get(size) == head and kept.is_file():
+            if self._signed == (size, head) and kept.is_file():
                 return kept  # this tree head is signed already
 
             def root_at(n: int) -> bytes:
@@ -776,7 +776,7 @@ class SqlStore:
                 return log.root()
 
             path = sign_head(self.key, directory, size, head, root_at)
-        self._roots = {size: head}
+        self._signed = (size, head)
         return path
 
     def authenticate(self, entries: Sequence[Entry]) -> Sequence[Entry]:

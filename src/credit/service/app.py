@@ -261,13 +261,16 @@ def create_app(
     outbox: Outbox | None = None,
     registry: PolicyRegistry | None = None,
     checkpoints: Path | None = None,
+    freeze_gc: bool = False,
 ) -> FastAPI:
     """The service. ``settings`` say where the journal, keys and outbox are; tests may
     hand in a store, key store, claims or outbox instead. ``checkpoints``: the folder
     the tree head is signed into after every write (default $CREDIT_CHECKPOINTS, else
     ./checkpoints; one folder per journal). A store opened here (from
     ``settings.database_url``) is closed when the app shuts down (or by
-    ``app.state.close()`` for an app never started)."""
+    ``app.state.close()`` for an app never started). ``freeze_gc``: once started, freeze
+    the process's objects out of the garbage collector (``gc.freeze``), for a process
+    that is the app's alone (a ``credit serve`` worker)."""
     settings = settings or ServiceSettings()
     owned: SqlStore | None = None
     service_db: ServiceDb | None = None
@@ -304,7 +307,7 @@ def create_app(
             # Finish what a killed worker left half way (a review, a notice): the system
             # does it, at start-up, never a person.
             _app.state.service.start()
-            if _app.state.freeze_gc:
+            if freeze_gc:
                 # A served worker's start-up objects (modules, models and their schemas,
                 # the policies) live as long as it does: kept out of every collection,
                 # a full collection pauses a request for about 13 ms instead of 75.
@@ -325,7 +328,6 @@ def create_app(
         redoc_url=None,
     )
     app.state.settings = settings
-    app.state.freeze_gc = False  # a worker of credit serve's sets it (create_app_from_env)
     app.state.store = store
     app.state.registry = registry
     app.state.outbox = outbox
@@ -405,6 +407,4 @@ def create_app_from_env() -> FastAPI:
     worker process is the app's alone, so its start-up objects are frozen out of the
     garbage collector once it has started (``gc.freeze``); an app made in a process of
     its own (a test's) is not."""
-    app = create_app(ServiceSettings.from_env())
-    app.state.freeze_gc = True
-    return app
+    return create_app(ServiceSettings.from_env(), freeze_gc=True)
