@@ -100,6 +100,7 @@ from credit.journal.checkpoint import CHECKPOINT_SUFFIX
 from credit.journal.merkle import KeptFrontiers, MerkleLog, leaf_hash
 from credit.journal.signer import JournalKey, load_journal_key
 from credit.journal.tree import sign_head
+from credit.journal.writerlock import writer_lock
 from credit.kinds import INTAKE_ACCEPTED
 
 __all__ = [
@@ -343,6 +344,13 @@ class SqlStore:
         self._mutex: contextlib.AbstractContextManager[Any] = (
             threading.RLock() if memory else contextlib.nullcontext()
         )
+        # Writers queue for the database (writerlock): a file's are woken in turn
+        # instead of polling SQLite's lock; PostgreSQL's advisory lock already queues.
+        self._sqlite_file = (
+            None
+            if memory or self._postgres
+            else Path(os.path.realpath(parsed.database or "credit.db"))
+        )
         self._metadata, self._entries, self._decisions, self._cases, self._monitoring = _tables(
             self.schema
         )
@@ -433,6 +441,14 @@ class SqlStore:
         with self._failures(), self._mutex, self._engine.connect() as conn:
             yield conn
 
+    def _writers(self) -> contextlib.AbstractContextManager[Any]:
+        """The queue a write transaction takes its turn in before it begins: the
+        database file's writer lock (:mod:`credit.journal.writerlock`), else the
+        store's mutex (in memory) or nothing (PostgreSQL's lock is taken inside)."""
+        if self._sqlite_file is not None:
+            return writer_lock(self._sqlite_file).held()
+        return self._mutex
+
     @contextlib.contextmanager
     def _write(self) -> Iterator[Connection]:
         """One write transaction holding the journal's write lock from its start."""
@@ -444,7 +460,7 @@ class SqlStore:
             group.head = group.log = None  # the SQL path may have appended: read again
             group.complete = False
             return
-        with self._failures(), self._mutex, self._engine.connect() as conn:
+        with self._failures(), self._writers(), self._engine.connect() as conn:
             conn.execution_options(**{_WRITE: True})
             with conn.begin():
                 conn.info.pop(_GROWN, None)  # left by a transaction that rolled back
@@ -500,7 +516,7 @@ class SqlStore:
         if self._joined() is not None:
             yield
             return
-        with self._failures(), self._mutex, self._engine.connect() as conn:
+        with self._failures(), self._writers(), self._engine.connect() as conn:
             conn.execution_options(**{_WRITE: True})
             with conn.begin():
                 if self._postgres:

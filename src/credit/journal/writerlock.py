@@ -1,0 +1,108 @@
+"""The SQLite journal's writers, queued: one lock per database file, within a process
+and across processes.
+
+SQLite serialises writers itself (``BEGIN IMMEDIATE``), but a writer that finds the
+database locked does not wait for it: its busy handler sleeps and tries again, on a
+schedule that climbs to 100 ms between tries. Under contention (the service's workers,
+each with many request threads) the lock is then often free while every waiter
+sleeps, and a write waits for the next try, not for the writer before it: throughput
+falls and the tail of the latency grows with the number of waiters.
+
+So a store on a SQLite file takes :func:`writer_lock` for its database before it
+begins a write transaction: a thread lock shared by every store of the process on that
+file, then an exclusive ``flock`` on ``<database>-writer.lock`` beside it. Both wake a
+waiter as soon as the holder lets go, so ``BEGIN IMMEDIATE`` then finds the database
+free. The lock adds no guarantee of its own: SQLite's lock (and the busy timeout, for a
+writer that does not take this lock) is still what keeps the chain from forking; this
+only queues the writers that do take it. The kernel drops an ``flock`` when its holder
+dies. The file is opened anew for each hold, and a forked child closes its copy of a
+held one at once, so a child never keeps its parent's lock. The thread lock is
+re-entrant: a thread that already holds it (a second store on the same file, written
+inside the first's transaction) goes on to SQLite as before, whose busy timeout then
+ends the wait.
+
+Where ``fcntl`` is missing (not a POSIX system), only the thread lock is taken.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Final
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["LOCK_SUFFIX", "WriterLock", "writer_lock"]
+
+LOCK_SUFFIX: Final = "-writer.lock"
+
+
+class WriterLock:
+    """The writers' queue for one SQLite database file (see the module docs)."""
+
+    def __init__(self, database: Path) -> None:
+        self.path = database.with_name(database.name + LOCK_SUFFIX)
+        self._thread = threading.RLock()
+        self._depth = 0
+        self._fd: int | None = None
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """Hold the lock for the block: the thread lock, then the file's ``flock``."""
+        with self._thread:
+            outermost = self._depth == 0
+            if outermost and fcntl is not None:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX)  # blocks, GIL released, until free
+                except BaseException:
+                    os.close(fd)
+                    raise
+                self._fd = fd
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+                if outermost and self._fd is not None:
+                    fd, self._fd = self._fd, None
+                    os.close(fd)  # closing the only descriptor releases the flock
+
+
+_LOCKS: dict[str, WriterLock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+def _forget_in_child() -> None:
+    """A forked child starts with no writer locks: a parent's thread may hold one (its
+    thread lock would never be let go in the child), and the child's copy of a held
+    lock file's descriptor would keep the parent's ``flock`` held after the parent
+    lets go, so the child closes it."""
+    global _LOCKS_GUARD
+    for lock in _LOCKS.values():
+        if lock._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(lock._fd)
+    _LOCKS.clear()
+    _LOCKS_GUARD = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_child)
+
+
+def writer_lock(database: Path | str) -> WriterLock:
+    """The process's writer lock for a SQLite database file (one per resolved path)."""
+    path = Path(os.path.realpath(database))
+    key = str(path)
+    with _LOCKS_GUARD:
+        lock = _LOCKS.get(key)
+        if lock is None:
+            lock = _LOCKS[key] = WriterLock(path)
+        return lock

@@ -1,0 +1,140 @@
+"""The SQLite journal's writers queue on one lock per database file
+(:mod:`credit.journal.writerlock`): a thread lock, then an ``flock`` beside the
+database, so a waiting writer is woken when the one before it commits instead of
+polling SQLite's lock on a back-off that climbs to 100 ms."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from credit.journal import open_store
+from credit.journal.writerlock import LOCK_SUFFIX, writer_lock
+
+
+def _free(lock_file: Path) -> bool:
+    """Whether another open file description could take the lock now."""
+    fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)  # closing drops a lock this descriptor took
+    return True
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "journal.db"
+
+
+def test_a_write_transaction_holds_the_database_files_writer_lock_and_lets_go_at_commit(
+    db: Path,
+) -> None:
+    lock_file = db.with_name(db.name + LOCK_SUFFIX)
+    with open_store(f"sqlite:///{db}") as store:
+        with store.group_commit(["c1"]):
+            store.append("c1", "note", {"n": 1})
+            assert lock_file.exists()
+            assert not _free(lock_file), "a writer in another process could begin now"
+        assert _free(lock_file)
+        store.append("c1", "note", {"n": 2})  # a single append takes it too, and lets go
+        assert _free(lock_file)
+        assert [e.payload["n"] for e in store.entries("c1")] == [1, 2]
+
+
+def test_a_second_writer_waits_for_the_open_group_and_goes_on_when_it_commits(
+    db: Path,
+) -> None:
+    with open_store(f"sqlite:///{db}") as store, open_store(f"sqlite:///{db}") as other:
+        inside, done = threading.Event(), threading.Event()
+        errors: list[BaseException] = []
+
+        def second() -> None:
+            inside.wait(10)
+            try:
+                other.append("c2", "note", {"who": "second"})
+            except BaseException as err:  # pragma: no cover - reported below
+                errors.append(err)
+            done.set()
+
+        racer = threading.Thread(target=second)
+        racer.start()
+        with store.group_commit(["c1"]):
+            store.append("c1", "note", {"who": "first"})
+            inside.set()
+            assert not done.wait(0.3), "the second writer wrote inside the open group"
+        racer.join(10)
+        assert done.is_set() and not errors
+        kinds = [(e.case_id, e.payload["who"]) for e in store.entries()]
+        assert kinds == [("c1", "first"), ("c2", "second")]
+        assert store.verify().ok
+
+
+def test_the_lock_is_reentrant_in_one_thread_and_the_file_is_let_go_only_at_the_outermost_end(
+    db: Path,
+) -> None:
+    lock = writer_lock(db)
+    assert writer_lock(str(db)) is lock  # one per file, however it is named
+    with lock.held():
+        with lock.held():
+            assert not _free(lock.path)
+        assert not _free(lock.path)
+    assert _free(lock.path)
+
+
+def test_a_thread_waits_its_turn_for_the_lock_another_thread_holds(db: Path) -> None:
+    lock = writer_lock(db)
+    got = threading.Event()
+
+    def take() -> None:
+        with lock.held():
+            got.set()
+
+    with lock.held():
+        taker = threading.Thread(target=take)
+        taker.start()
+        assert not got.wait(0.2)
+    taker.join(10)
+    assert got.is_set()
+
+
+def test_a_child_forked_while_the_lock_is_held_does_not_keep_it_after_the_parent_lets_go(
+    db: Path,
+) -> None:
+    lock = writer_lock(db)
+    ready_r, ready_w = os.pipe()
+    go_r, go_w = os.pipe()
+    with lock.held():
+        pid = os.fork()
+        if pid == 0:  # the child: alive until the parent has looked
+            try:
+                os.close(ready_r)
+                os.close(go_w)
+                fresh = writer_lock(db) is not lock  # the parent's lock is forgotten
+                os.write(ready_w, b"1" if fresh else b"0")
+                os.read(go_r, 1)
+            finally:
+                os._exit(0)
+        os.close(ready_w)
+        os.close(go_r)
+        assert os.read(ready_r, 1) == b"1"
+    try:
+        assert _free(lock.path), "the child's copy of the descriptor keeps the lock held"
+    finally:
+        os.write(go_w, b"x")
+        os.waitpid(pid, 0)
+        os.close(ready_r)
+        os.close(go_w)
+
+
+def test_an_in_memory_journal_has_no_lock_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(tmp_path)
+    with open_store("sqlite://") as store:
+        store.append("c1", "note", {})
+    assert not list(tmp_path.glob(f"*{LOCK_SUFFIX}"))
