@@ -142,6 +142,37 @@ def test_a_case_first_read_inside_the_group_is_read_from_the_database(
     assert [e.kind for e in store.entries("A")] == ["intake.accepted", "note"]
 
 
+def test_a_group_reads_the_vault_rows_of_its_cases_with_their_entries_in_one_query(
+    sql: tuple[SqlStore, str],
+) -> None:
+    from sqlalchemy import event
+
+    store, _ = sql
+    store.put_monitoring("A", {"sex": "F"})
+    store.put_monitoring("A#coApplicant", {"age": 51})
+    vault_reads: list[str] = []
+
+    def count(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if statement.lstrip().upper().startswith("SELECT") and "monitoring" in statement:
+            vault_reads.append(statement)
+
+    event.listen(store._engine, "before_cursor_execute", count)
+    try:
+        with store.group_commit(["A", "B", "C"]):
+            assert len(vault_reads) == 1  # the three cases' rows, read up front
+            assert store.get_monitoring("A") == {"sex": "F"}
+            assert store.get_monitoring("B") is None
+            assert store.put_monitoring("C", {"age": 30}) is True
+            assert store.put_monitoring("A", {"sex": "M"}) is False  # already in the vault
+            assert len(vault_reads) == 1
+            assert store.get_monitoring("A#coApplicant") == {"age": 51}  # not a case id
+            assert len(vault_reads) == 2
+    finally:
+        event.remove(store._engine, "before_cursor_execute", count)
+    assert store.get_monitoring("C") == {"age": 30}
+    assert store.get_monitoring("A") == {"sex": "F"}
+
+
 def test_the_next_group_starts_from_the_last_ones_views_only_if_no_one_appended_since(
     sql: tuple[SqlStore, str],
 ) -> None:

@@ -573,6 +573,15 @@ class SqlStore:
                     raise Finding("case-document", problem, case_id=row.case_id).error()
                 view.document = document
                 view.document_checked = digest is not None
+            # Their vault rows too (a case's own; a ``<caseId>#...`` row is read when
+            # asked for): the group holds the write lock, so a row not here now is
+            # not in the journal until the group writes it.
+            for row in group.conn.execute(
+                select(self._monitoring).where(self._monitoring.c.case_id.in_(page))
+            ):
+                group.monitoring.setdefault(row.case_id, dict(loads(row.data)))
+            for case_id in page:
+                group.monitoring.setdefault(case_id, None)
             group.cases.update(views)
 
     def _view(self, group: _Group, case_id: str) -> _CaseView:
@@ -801,12 +810,12 @@ class SqlStore:
     def authentic_entries(self, case_id: str | None = None) -> list[Entry]:
         """The entries, each one's hash recomputed from the row as stored (its payload
         text is canonical JSON, so it is not serialised again) and its MAC verified."""
-        query = select(self._entries).order_by(self._entries.c.seq)
-        if case_id is not None:
-            query = query.where(self._entries.c.case_id == case_id)
         group = self._joined()
         if group is not None and case_id is not None:
             return list(self._view(group, case_id).entries)
+        query = select(self._entries).order_by(self._entries.c.seq)
+        if case_id is not None:
+            query = query.where(self._entries.c.case_id == case_id)
         key = self.key
         with self._read() as conn:
             rows = conn.execute(query).all()
