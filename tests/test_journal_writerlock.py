@@ -138,3 +138,38 @@ def test_an_in_memory_journal_has_no_lock_file(tmp_path: Path, monkeypatch: pyte
     with open_store("sqlite://") as store:
         store.append("c1", "note", {})
     assert not list(tmp_path.glob(f"*{LOCK_SUFFIX}"))
+
+
+def test_the_services_own_writes_to_the_same_file_queue_with_the_journals(db: Path) -> None:
+    from sqlalchemy import event
+
+    from credit.service.claims import SqlClaims
+    from credit.service.keys import SqlKeyStore
+    from credit.service.tables import ServiceDb
+
+    lock_file = db.with_name(db.name + LOCK_SUFFIX)
+    with open_store(f"sqlite:///{db}") as store, ServiceDb(f"sqlite:///{db}") as service_db:
+        writes: list[bool] = []  # for each write statement: was the writer lock held?
+
+        def seen(_conn: object, _cursor: object, statement: str, *_: object) -> None:
+            if statement.lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE")):
+                writes.append(not _free(lock_file))
+
+        event.listen(service_db.engine, "before_cursor_execute", seen)
+        claims = SqlClaims(service_db)
+        assert claims.claim("decide:c1", "h1", stale_after_s=60)
+        claims.release("decide:c1", "h1")
+        SqlKeyStore(service_db, scrypt_n=2**10).create("auditor", "ann")
+        assert writes and all(writes), writes
+
+        # and a claim made while a journal group is open waits for it, then goes on
+        done = threading.Event()
+        racer = threading.Thread(
+            target=lambda: (claims.claim("decide:c2", "h2", stale_after_s=60), done.set())
+        )
+        with store.group_commit(["c1"]):
+            store.append("c1", "note", {})
+            racer.start()
+            assert not done.wait(0.3)
+        racer.join(10)
+        assert done.is_set()

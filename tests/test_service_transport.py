@@ -91,7 +91,20 @@ def test_credit_serve_runs_uvicorn_with_the_nodelay_protocol(
     monkeypatch.setenv("CREDIT_SESSION_SECRET", "a session secret for this test only")
     monkeypatch.chdir(tmp_path)
     database = f"sqlite:///{tmp_path / 'served.db'}"
-    done = CliRunner().invoke(app, ["serve", "--workers", "2", "--database", database])
+    done = CliRunner().invoke(app, ["serve", "--workers", "1", "--database", database])
     assert done.exit_code == 0, done.output
     assert ran["http"] == "credit.service.transport:NoDelayH11Protocol"
-    assert ran["workers"] == 2
+    assert ran["workers"] == 1
+    # several workers, each on its own socket (credit.service.workers): the same protocol
+    spread: dict[str, Any] = {}
+
+    def run_workers(options: dict[str, Any], **where: Any) -> int:
+        spread.update(options, **where)
+        return 0
+
+    monkeypatch.setattr("credit.service.workers.run_workers", run_workers)
+    done = CliRunner().invoke(app, ["serve", "--workers", "2", "--database", database])
+    assert done.exit_code == 0, done.output
+    assert spread["http"] == "credit.service.transport:NoDelayH11Protocol"
+    assert spread["app"] == "credit.service.app:create_app_from_env" and spread["factory"]
+    assert spread["workers"] == 2

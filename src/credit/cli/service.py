@@ -14,7 +14,7 @@ import os
 import secrets
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -101,17 +101,35 @@ def serve_command(
         create_app(ServiceSettings.from_env()).state.close()
     except CreditError as e:
         raise _fail(e) from None
+    from credit.service import workers as spread
+
+    target = "credit.service.app:create_app_from_env"
+    options: dict[str, Any] = {
+        "factory": True,
+        "log_level": log_level,
+        "access_log": False,
+        # TCP_NODELAY on every connection (uvicorn leaves it off with several workers)
+        "http": "credit.service.transport:NoDelayH11Protocol",
+    }
     _err.print(f"credit: serving http://{host}:{port} ({workers} worker(s)), journal {url}")
+    if workers > 1 and spread.supports():
+        # Each worker on a socket of its own, the kernel spreading the connections.
+        try:
+            status = spread.run_workers(
+                {"app": target, **options}, host=host, port=port, workers=workers
+            )
+        except OSError as e:
+            _err.print(f"[red]error:[/red] cannot listen on {host}:{port}: {escape(str(e))}")
+            raise typer.Exit(EXIT_BAD_INPUT) from None
+        if status:
+            raise typer.Exit(status)
+        return
     uvicorn.run(
-        "credit.service.app:create_app_from_env",
-        factory=True,
+        target,
+        **options,
         host=host,
         port=port,
         workers=workers,
-        log_level=log_level,
-        access_log=False,
-        # TCP_NODELAY on every connection (uvicorn leaves it off with several workers)
-        http="credit.service.transport:NoDelayH11Protocol",
         # Two workers importing at once on a small machine can take over uvicorn's
         # default 5 s to answer the supervisor's first health check.
         timeout_worker_healthcheck=60,

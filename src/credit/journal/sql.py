@@ -111,6 +111,8 @@ __all__ = [
     "journal_metadata",
     "open_store",
     "resolve_url",
+    "sqlite_file",
+    "write_transaction",
 ]
 
 DATABASE_URL_ENV: Final = "CREDIT_DATABASE_URL"
@@ -223,6 +225,28 @@ def engine_for(url: str | None = None, *, schema: str | None = None) -> tuple[En
         shown = parsed.render_as_string(hide_password=True)
         raise JournalError(f"cannot open {shown}: {e}") from None
     return engine, schema
+
+
+def sqlite_file(url: URL) -> Path | None:
+    """The database file of a SQLite URL, resolved (None: in memory, or not SQLite)."""
+    if url.get_backend_name() != "sqlite" or _is_memory_sqlite(url):
+        return None
+    return Path(os.path.realpath(url.database or ""))
+
+
+@contextlib.contextmanager
+def write_transaction(engine: Engine) -> Iterator[Connection]:
+    """A write transaction on an engine set up by :func:`engine_for`, for the tables
+    beside the journal (the service's keys and claims): on a SQLite file it queues on
+    the file's writer lock with the journal's writers (:mod:`credit.journal.writerlock`)
+    and begins ``IMMEDIATE``, so it neither polls for SQLite's lock nor jumps the queue.
+    Never open one inside a journal write on the same file (it would wait for itself)."""
+    path = sqlite_file(engine.url)
+    queue = writer_lock(path).held() if path is not None else contextlib.nullcontext()
+    with queue, engine.connect() as conn:
+        conn.execution_options(**{_WRITE: True})
+        with conn.begin():
+            yield conn
 
 
 def _lock_key(schema: str | None) -> int:
@@ -346,11 +370,7 @@ class SqlStore:
         )
         # Writers queue for the database (writerlock): a file's are woken in turn
         # instead of polling SQLite's lock; PostgreSQL's advisory lock already queues.
-        self._sqlite_file = (
-            None
-            if memory or self._postgres
-            else Path(os.path.realpath(parsed.database or "credit.db"))
-        )
+        self._sqlite_file = sqlite_file(parsed)
         self._metadata, self._entries, self._decisions, self._cases, self._monitoring = _tables(
             self.schema
         )

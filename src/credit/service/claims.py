@@ -61,7 +61,7 @@ class SqlClaims:
         t = self._table
         now = time.time()
         insert: Any = pg_insert if self._db.dialect == "postgresql" else sqlite_insert
-        with self._db.failures(), self._db.engine.begin() as conn:
+        with self._db.failures(), self._db.write() as conn:
             inserted = conn.execute(
                 insert(t)
                 .values(claim=name, holder=holder, claimed_at=now)
@@ -80,5 +80,5 @@ class SqlClaims:
 
     def release(self, name: str, holder: str) -> None:
         t = self._table
-        with self._db.failures(), self._db.engine.begin() as conn:
+        with self._db.failures(), self._db.write() as conn:
             conn.execute(delete(t).where(t.c.claim == name, t.c.holder == holder))

@@ -299,7 +299,7 @@ class SqlKeyStore(_KeyStoreBase):
         key_id, secret, key = new_key()
         record = ApiKey(key_id, _check_name(name), _role(str(role)), _now())
         try:
-            with self._db.failures(), self._db.engine.begin() as conn:
+            with self._db.failures(), self._db.write() as conn:
                 taken = conn.execute(
                     select(self._table.c.key_id).where(self._table.c.name == record.name)
                 ).first()
@@ -339,7 +339,7 @@ class SqlKeyStore(_KeyStoreBase):
 
     def _set_revoked(self, key_id: str, when: str) -> None:
         t = self._table
-        with self._db.failures(), self._db.engine.begin() as conn:
+        with self._db.failures(), self._db.write() as conn:
             conn.execute(
                 update(t)
                 .where(t.c.key_id == key_id, t.c.revoked_at.is_(None))

@@ -16,6 +16,7 @@ offering no way to write anything but appends.
 
 from __future__ import annotations
 
+import contextlib
 from types import TracebackType
 
 from sqlalchemy import Column, Float, MetaData, String, Table, inspect
@@ -24,7 +25,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.schema import CreateSchema
 
 from credit.journal.base import JournalError
-from credit.journal.sql import engine_for, resolve_url
+from credit.journal.sql import engine_for, resolve_url, write_transaction
 
 __all__ = ["ServiceDb", "define_service_tables"]
 
@@ -65,7 +66,7 @@ class ServiceDb:
         self.api_keys, self.claims = define_service_tables(self.metadata)
         self.dialect = self.engine.dialect.name
         try:
-            with self.failures(), self.engine.begin() as conn:
+            with self.failures(), self.write() as conn:
                 if create:
                     if self.schema is not None:
                         conn.execute(CreateSchema(self.schema, if_not_exists=True))
@@ -88,6 +89,11 @@ class ServiceDb:
                 f"no service tables at {self.url} (missing: {', '.join(missing)}; "
                 "run `credit db upgrade`)"
             )
+
+    def write(self) -> contextlib.AbstractContextManager[Connection]:
+        """A write transaction, queued with the journal's writers on a SQLite file
+        (:func:`credit.journal.sql.write_transaction`)."""
+        return write_transaction(self.engine)
 
     def failures(self) -> _Failures:
         """Driver failures become JournalError naming the database."""
