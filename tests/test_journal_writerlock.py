@@ -173,3 +173,90 @@ def test_the_services_own_writes_to_the_same_file_queue_with_the_journals(db: Pa
             assert not done.wait(0.3)
         racer.join(10)
         assert done.is_set()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_writers_waiting_for_the_lock_hold_no_pooled_connection_and_readers_go_on(
+    backend: str, tmp_path: Path
+) -> None:
+    from test_journal_store import sql_backend
+
+    with sql_backend(backend, tmp_path) as (store, _, _):
+        store.append("c0", "note", {})
+        pool = store._engine.pool
+        done: list[int] = []
+        with store.group_commit(["c1"]):
+            store.append("c1", "note", {})
+            writers = [
+                threading.Thread(
+                    target=lambda i=i: (store.append(f"w{i}", "note", {}), done.append(i))
+                )
+                for i in range(8)
+            ]
+            for writer in writers:
+                writer.start()
+            assert not threading.Event().wait(0.3) and not done
+            held = pool.checkedout()  # type: ignore[attr-defined]
+            assert held <= 2, f"{held} connections held (the group's, and one writer's)"
+            read: list[int] = []
+            reader = threading.Thread(target=lambda: read.append(len(store.entries("c0"))))
+            reader.start()
+            reader.join(10)
+            assert read == [1]  # a read goes on while the writers wait
+        for writer in writers:
+            writer.join(20)
+        assert sorted(done) == list(range(8))
+        assert store.verify().ok
+
+
+def test_the_thread_lock_is_handed_on_in_the_order_the_waiters_came() -> None:
+    from credit.journal.writerlock import FifoLock
+
+    lock = FifoLock()
+    order: list[int] = []
+
+    def wait_turn(i: int) -> None:
+        with lock:
+            order.append(i)
+
+    lock.acquire()
+    threads = []
+    for i in range(6):
+        thread = threading.Thread(target=wait_turn, args=(i,))
+        thread.start()
+        deadline = threading.Event()
+        while len(lock._waiters) < i + 1 and not deadline.wait(0.005):
+            pass  # the next waiter comes only once this one is queued
+        threads.append(thread)
+    with lock:  # re-entrant for its holder
+        assert not order
+    lock.release()
+    for thread in threads:
+        thread.join(10)
+    assert order == list(range(6))
+    with pytest.raises(RuntimeError):
+        lock.release()  # not held by this thread
+
+
+def test_a_holder_that_asks_again_at_once_waits_behind_the_thread_already_waiting() -> None:
+    from credit.journal.writerlock import FifoLock
+
+    lock = FifoLock()
+    ran: list[str] = []
+
+    def waiter() -> None:
+        with lock:
+            ran.append("waiter")
+
+    lock.acquire()
+    thread = threading.Thread(target=waiter)
+    thread.start()
+    while not lock._waiters:
+        threading.Event().wait(0.005)
+    lock.release()
+    lock.acquire()  # a plain lock lets its releaser take it straight back
+    try:
+        assert ran == ["waiter"]
+    finally:
+        lock.release()
+        thread.join(10)

@@ -100,7 +100,7 @@ from credit.journal.checkpoint import CHECKPOINT_SUFFIX
 from credit.journal.merkle import KeptFrontiers, MerkleLog, leaf_hash
 from credit.journal.signer import JournalKey, load_journal_key
 from credit.journal.tree import sign_head
-from credit.journal.writerlock import writer_lock
+from credit.journal.writerlock import FifoLock, writer_lock
 from credit.kinds import INTAKE_ACCEPTED
 
 __all__ = [
@@ -369,8 +369,12 @@ class SqlStore:
             threading.RLock() if memory else contextlib.nullcontext()
         )
         # Writers queue for the database (writerlock): a file's are woken in turn
-        # instead of polling SQLite's lock; PostgreSQL's advisory lock already queues.
+        # instead of polling SQLite's lock. On PostgreSQL the advisory lock queues the
+        # processes; within one, writers queue here before they take a pooled
+        # connection, so that those waiting do not hold the pool's connections (the
+        # readers' too) while they wait.
         self._sqlite_file = sqlite_file(parsed)
+        self._pg_writers = FifoLock()
         self._metadata, self._entries, self._decisions, self._cases, self._monitoring = _tables(
             self.schema
         )
@@ -463,10 +467,13 @@ class SqlStore:
 
     def _writers(self) -> contextlib.AbstractContextManager[Any]:
         """The queue a write transaction takes its turn in before it begins: the
-        database file's writer lock (:mod:`credit.journal.writerlock`), else the
-        store's mutex (in memory) or nothing (PostgreSQL's lock is taken inside)."""
+        database file's writer lock (:mod:`credit.journal.writerlock`), the store's
+        mutex (in memory), or on PostgreSQL the store's writers' lock (the advisory
+        lock, taken inside, queues the processes)."""
         if self._sqlite_file is not None:
             return writer_lock(self._sqlite_file).held()
+        if self._postgres:
+            return self._pg_writers
         return self._mutex
 
     @contextlib.contextmanager

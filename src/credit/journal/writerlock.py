@@ -10,7 +10,8 @@ falls and the tail of the latency grows with the number of waiters.
 
 So a store on a SQLite file takes :func:`writer_lock` for its database before it
 begins a write transaction: a thread lock shared by every store of the process on that
-file, then an exclusive ``flock`` on ``<database>-writer.lock`` beside it. Both wake a
+file (handed on in the order the threads came: :class:`FifoLock`), then an exclusive
+``flock`` on ``<database>-writer.lock`` beside it. Both wake a
 waiter as soon as the holder lets go, so ``BEGIN IMMEDIATE`` then finds the database
 free. The lock adds no guarantee of its own: SQLite's lock (and the busy timeout, for a
 writer that does not take this lock) is still what keeps the chain from forking; this
@@ -26,6 +27,7 @@ Where ``fcntl`` is missing (not a POSIX system), only the thread lock is taken.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import threading
@@ -38,9 +40,70 @@ try:
 except ImportError:  # pragma: no cover - not POSIX
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["LOCK_SUFFIX", "WriterLock", "writer_lock"]
+__all__ = ["LOCK_SUFFIX", "FifoLock", "WriterLock", "writer_lock"]
 
 LOCK_SUFFIX: Final = "-writer.lock"
+
+
+class FifoLock:
+    """A re-entrant lock handed to its waiters in the order they came.
+
+    ``threading.RLock`` wakes a waiter on release, but a thread that asks again at once
+    (the next request on a busy worker) often takes the lock before the woken one
+    runs: under contention some writers wait many turns, and the tail of the latency
+    grows. Here the holder's release hands the lock to the longest waiter directly.
+    """
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._owner: int | None = None
+        self._depth = 0
+        self._waiters: collections.deque[tuple[int, threading.Event]] = collections.deque()
+
+    def acquire(self) -> None:
+        me = threading.get_ident()
+        with self._guard:
+            if self._owner == me:
+                self._depth += 1
+                return
+            if self._owner is None:
+                self._owner, self._depth = me, 1
+                return
+            turn = threading.Event()
+            self._waiters.append((me, turn))
+        try:
+            turn.wait()  # the releaser made this thread the owner before setting it
+        except BaseException:  # interrupted while waiting: leave the queue, or pass on
+            with self._guard:
+                if self._owner == me:
+                    self._pass_on()
+                else:
+                    self._waiters.remove((me, turn))
+            raise
+
+    def release(self) -> None:
+        with self._guard:
+            if self._owner != threading.get_ident():
+                raise RuntimeError("cannot release a lock this thread does not hold")
+            self._depth -= 1
+            if not self._depth:
+                self._pass_on()
+
+    def _pass_on(self) -> None:
+        """Hand the lock to the longest waiter, or free it (the guard held)."""
+        if self._waiters:
+            self._owner, turn = self._waiters.popleft()
+            self._depth = 1
+            turn.set()
+        else:
+            self._owner, self._depth = None, 0
+
+    def __enter__(self) -> FifoLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.release()
 
 
 class WriterLock:
@@ -48,7 +111,7 @@ class WriterLock:
 
     def __init__(self, database: Path) -> None:
         self.path = database.with_name(database.name + LOCK_SUFFIX)
-        self._thread = threading.RLock()
+        self._thread = FifoLock()
         self._depth = 0
         self._fd: int | None = None
 
