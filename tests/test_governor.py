@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import auto_case, card_case
 from credit.canonical import dumps
@@ -297,3 +299,34 @@ def test_a_violation_reported_not_runtime_checkable_never_refuses() -> None:
     )
     assert verdict.violated == ()
     assert build_refusal_surface(verdict) is None
+
+
+# ------------------------------------------------------------------ embedded JSON
+
+
+_texts = st.one_of(
+    st.text(max_size=12),
+    st.sampled_from(["{}", "[]", ' {"sex": "F"}', "\\n[1, 2]", "{not json", "[", "  ", "married"]),
+)
+_json_like = st.recursive(
+    st.one_of(_texts, st.integers(), st.none()),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(st.sampled_from(["a", "note", "sex", "kind"]), inner, max_size=4),
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_json_like)
+def test_a_value_said_to_hold_no_json_text_has_none_and_is_guarded_the_same(value: Any) -> None:
+    from credit.governance import governor as seam
+
+    if not seam._may_hold_json(value):
+        assert all(seam._json_container(t) is None for _, t in seam._strings(value, ""))
+    governor = Governor(InMemoryStore(), "C-EMB", underwriter="rules")
+    fast = governor._redact_embedded(value, "")
+    cleaned, found = governor.guard.redact(value, path="")
+    slow = governor._embedded(cleaned, "", found)  # the full walk, never skipped
+    assert fast.value == slow and fast.redactions == found

@@ -277,6 +277,8 @@ class Governor:
     def _redact_embedded(self, value: Any, path: str) -> Redacted:
         """The guard's redaction, also inside strings that hold a JSON object or array."""
         cleaned, found = self.guard.redact(value, path=path)
+        if not _may_hold_json(cleaned):  # no string to parse: the walk would copy it
+            return Redacted(cleaned, found)
         return Redacted(self._embedded(cleaned, path, found), found)
 
     def _embedded(self, value: Any, path: str, found: list[Redaction]) -> Any:
@@ -300,6 +302,8 @@ class Governor:
 
     def _find_embedded(self, value: Any, path: str) -> list[Redaction]:
         found = self.guard.find_prohibited_keys(value, path=path)
+        if not _may_hold_json(value):
+            return found
         for where, text in _strings(value, path):
             parsed = _json_container(text)
             if parsed is not None:
@@ -423,6 +427,24 @@ def _json_container(text: str) -> Any:
     except ValueError:
         return None
     return parsed if isinstance(parsed, (dict, list)) else None
+
+
+def _may_hold_json(value: Any) -> bool:
+    """Whether any string in a JSON-like value could be a JSON object or array (its
+    first character after white space is ``{`` or ``[``): only such a string is parsed
+    by :func:`_json_container`, so without one the embedded walks have nothing to do."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            head = item[:1]
+            if head in ("{", "[") or (head.isspace() and item.lstrip()[:1] in ("{", "[")):
+                return True
+        elif isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return False
 
 
 def _strings(value: Any, path: str) -> list[tuple[str, str]]:
