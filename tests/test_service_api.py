@@ -151,6 +151,14 @@ def test_an_approval_is_decided_in_one_commit_and_a_decline_s_notice_in_a_second
     assert body["notice"] == "sent"  # the decline's, in its own commit after the release
 
 
+def test_the_decide_answer_is_the_case_as_a_read_finds_it_afterwards(api: Api) -> None:
+    # the answer is built from the life the decide's commits left, not read again
+    for case in (approvable("API-SAME-1"), golden(DECLINE, "API-SAME-2")):
+        body = api.decided(case)
+        read = api.get(f"/v1/cases/{case['caseId']}", Role.UNDERWRITER)
+        assert read.status_code == 200 and read.json() == body
+
+
 def test_a_second_decide_is_409_with_a_clear_message_and_changes_nothing(api: Api) -> None:
     api.decided(approvable("API-DECIDE-2"))
     before = api.store.entries()

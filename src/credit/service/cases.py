@@ -163,11 +163,22 @@ class CaseService:
         self._document(case_id)
         return self.work.finish(case_id)
 
-    def view(self, case_id: str, principal: Principal) -> dict[str, Any]:
+    def view(
+        self,
+        case_id: str,
+        principal: Principal,
+        *,
+        standing: tuple[Mapping[str, Any], CaseLife] | None = None,
+    ) -> dict[str, Any]:
         """A case's standing: its state and work item, the decision, the gate, the
-        notice; reviews by role."""
-        document = self._document(case_id)
-        life = self.work.finish(case_id)
+        notice; reviews by role. ``standing``: the case's document and life as a write
+        that just committed left them (else both are read, the system's pending work
+        finished first)."""
+        if standing is None:
+            document = self._document(case_id)
+            life = self.work.finish(case_id)
+        else:
+            document, life = standing
         status = status_of(life)
         decision = life.decision
         application = document.get("application")
@@ -249,30 +260,31 @@ class CaseService:
 
     def decide(self, case_id: str, principal: Principal) -> dict[str, Any]:
         """Run the governed underwriter turn and the Keystone review, exactly once."""
-        self._document(case_id)
+        document = self._document(case_id)
         self._not_decided(case_id)
         busy = AlreadyDecidedError(
             "this case is being decided by another request; nothing was changed",
             case_id=case_id,
         )
         with self._claimed(f"decide:{case_id}", busy):
-            self._not_decided(case_id)  # decided between the check and the claim
             # The turn and the Keystone review are one group commit (one durable commit,
             # the case read once): a worker killed inside leaves nothing, and the case
             # is decided again once its claim is stale. The notice follows in a commit
             # of its own, once the release it depends on is durable.
             with self.store.group_commit([case_id]):
+                # decided between the check and the claim? Read again under the lock.
+                self._not_decided(case_id)
                 result = self.runtime.run_turn(case_id, self.underwriter, serve=True)
-                reviewed = self.work.finish(case_id, notify=False)
+                life = self.work.finish(case_id, notify=False)
             if isinstance(result.error, InputError) and result.decision_entry is None:
                 raise result.error  # 422 naming the field; the failed turn is journaled
             # The notice's commit only when there is work left (a released decline or
             # counteroffer to notify): an approval, a referral or a held decision is done.
-            if reviewed.system_work is not None:
+            if life.system_work is not None:
                 with self.store.group_commit([case_id]):
-                    self.work.finish(case_id)
+                    life = self.work.finish(case_id)
         self.committed()
-        return self.view(case_id, principal)
+        return self.view(case_id, principal, standing=(document, life))
 
     def _not_decided(self, case_id: str) -> None:
         life = self.work.life(case_id)
