@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
@@ -136,11 +136,17 @@ class CaseService:
     # ------------------------------------------------------------------ claims
 
     @contextmanager
-    def _claimed(self, name: str, busy: ServiceError) -> Iterator[None]:
-        """Run the block holding claim ``name``; raise ``busy`` if another holds it.
-        The claim is kept when the block succeeds (the work is done), given up if not."""
+    def _claimed(
+        self, name: str, busy: ServiceError, *, taken: Callable[[], None] | None = None
+    ) -> Iterator[None]:
+        """Run the block holding claim ``name``; raise ``busy`` if another holds it
+        (after ``taken``, which may raise what the claim being held means: the work it
+        claimed is done). The claim is kept when the block succeeds (the work is done),
+        given up if not."""
         holder = uuid.uuid4().hex
         if not self.claims.claim(name, holder, stale_after_s=self.claim_stale_after_s):
+            if taken is not None:
+                taken()
             raise busy
         try:
             yield
@@ -261,18 +267,20 @@ class CaseService:
     def decide(self, case_id: str, principal: Principal) -> dict[str, Any]:
         """Run the governed underwriter turn and the Keystone review, exactly once."""
         document = self._document(case_id)
-        self._not_decided(case_id)
         busy = AlreadyDecidedError(
             "this case is being decided by another request; nothing was changed",
             case_id=case_id,
         )
-        with self._claimed(f"decide:{case_id}", busy):
+        # A claim held is a decide under way, or one done (its claim is kept): the
+        # case's journal says which, and a case decided before is refused with why.
+        claimed = self._claimed(f"decide:{case_id}", busy, taken=lambda: self._not_decided(case_id))
+        with claimed:
             # The turn and the Keystone review are one group commit (one durable commit,
             # the case read once): a worker killed inside leaves nothing, and the case
             # is decided again once its claim is stale. The notice follows in a commit
-            # of its own, once the release it depends on is durable.
+            # of its own, once the release it depends on is durable. Whether the case is
+            # still undecided is read inside it, under the write lock.
             with self.store.group_commit([case_id]):
-                # decided between the check and the claim? Read again under the lock.
                 self._not_decided(case_id)
                 result = self.runtime.run_turn(case_id, self.underwriter, serve=True)
                 life = self.work.finish(case_id, notify=False)
