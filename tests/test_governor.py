@@ -330,3 +330,34 @@ def test_a_value_said_to_hold_no_json_text_has_none_and_is_guarded_the_same(valu
     cleaned, found = governor.guard.redact(value, path="")
     slow = governor._embedded(cleaned, "", found)  # the full walk, never skipped
     assert fast.value == slow and fast.redactions == found
+
+
+@settings(max_examples=200, deadline=None)
+@given(_json_like, _json_like)
+def test_the_context_seam_finds_what_a_key_walk_and_a_value_walk_find(
+    application: Any, report: Any
+) -> None:
+    # one walk per part of the case (names and values at once) instead of two
+    store = InMemoryStore()
+    governor = Governor(store, "C-CTX", underwriter="rules")
+    context = {"application": application, "creditReport": report, "methodology": "m"}
+    governor.check_context(context)
+    guard = governor.guard
+    keys = [
+        (hit.path, hit.basis)
+        for name in ("application", "creditReport")
+        for hit in guard.find_prohibited_keys(context[name], path=name, values=False)
+    ]
+    values = [
+        (hit.path, hit.basis)
+        for name in ("application", "creditReport")
+        for hit in guard.find_prohibited_keys(context[name], path=name)
+        if hit.match == "value"
+    ]
+    violation = [
+        e.payload for e in store.entries("C-CTX") if e.kind == "governor.context_violation"
+    ]
+    found = [(f["path"], f["basis"]) for f in violation[0]["found"]] if violation else []
+    assert found == keys
+    redacted = [e.payload for e in store.entries("C-CTX") if e.kind == "guard.redacted"]
+    assert [(r["path"], r["basis"]) for r in redacted] == values

@@ -162,11 +162,19 @@ class Governor:
         SHA-256 of the policy document in the context, whose reading is remembered.
         """
         guard = self.guard
-        found = [
-            hit
-            for name, part in context.items()
-            for hit in self._context_keys(name, part, policy_sha256)
-        ]
+        found: list[Redaction] = []
+        read: dict[str, list[Redaction]] = {}  # the case's own parts, walked once each
+        for name, part in context.items():
+            if name in ("application", "creditReport"):
+                # One walk finds both: its key hits are exactly a key-only walk's, in
+                # the same order (reading values only adds the value hits).
+                named = guard.basis_of(name)
+                if named is not None:
+                    found.append(Redaction(name, name, named[0], named[1]))
+                read[name] = guard.find_prohibited_keys(part, path=name)
+                found += [h for h in read[name] if h.match == "key"]
+            else:
+                found += self._context_keys(name, part, policy_sha256)
         for name in ("application", "creditReport", "policy"):
             if name in context:
                 part = context[name]
@@ -177,6 +185,8 @@ class Governor:
                 hits = (
                     guard.remembered(("context values", policy_sha256), scan)
                     if name == "policy" and policy_sha256 is not None
+                    else read[name]
+                    if name in read
                     else scan()
                 )
                 for hit in hits:
