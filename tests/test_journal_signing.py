@@ -186,3 +186,36 @@ def test_signing_finds_the_newest_checkpoint_by_the_folder_s_pointer_not_a_listi
     assert at_first and len(listings) == at_first  # only the first signature's: a new folder
     kept, findings = load_checkpoints(folder, first.key.verifier, origin=first.key.name)
     assert findings == [] and [k.checkpoint.size for k in kept] == list(range(1, 21))
+
+
+def test_a_writer_whose_entries_a_newer_checkpoint_covers_need_not_sign_again(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'j.db'}"
+    folder = tmp_path / "checkpoints"
+    with open_store(url) as first, open_store(url) as second:
+        assert first.covered(folder) is None  # nothing committed by this writer yet
+        first.append("A", "note", {})
+        assert first.covered(folder) is None  # nothing signed yet
+        second.append("B", "note", {})
+        signed = second.checkpoint(folder)  # size 2: covers the first writer's entry
+        assert first.covered(folder) == signed
+        first.append("A", "note", {})  # entry 3: not covered any more
+        assert first.covered(folder) is None
+        newest = first.checkpoint(folder)
+        assert newest.name.startswith(f"{3:020d}")
+        assert second.covered(folder) == newest
+        # a newest checkpoint that does not verify is never taken as cover
+        newest.write_bytes(b"not a checkpoint\n")
+        assert second.covered(folder) is None
+
+
+def test_a_service_write_signs_only_when_no_newer_head_covers_it(tmp_path: Path) -> None:
+    store = InMemoryStore()
+    folder = tmp_path / "checkpoints"
+    store.append("A", "note", {})
+    assert store.covered(folder) is None
+    path = store.checkpoint(folder)
+    assert store.covered(folder) == path
+    store.append("A", "note", {})
+    assert store.covered(folder) is None

@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from credit.journal import open_store
+from credit.journal.checkpoint import newest_file
 from credit.service.keys import SqlKeyStore
 from credit.service.launch import served
 from credit.service.tables import ServiceDb
@@ -81,6 +82,11 @@ def test_two_workers_commit_a_case_decided_by_many_concurrent_requests_exactly_o
             assert kinds["underwriter.turn"] == 1
             assert kinds["intake.accepted"] == 1
             assert store.verify().ok
+            entries = len(store.entries())
+        # every entry is covered by a signed checkpoint, though a write whose entries a
+        # head signed after them covers signs nothing itself
+        newest = newest_file(tmp_path / "checkpoints", pointer=False)
+        assert newest is not None and int(newest[:20]) == entries
 
 
 # ------------------------------------------------------------------ the supervisor

@@ -49,7 +49,7 @@ from credit.journal.audit import (
 )
 from credit.journal.merkle import KeptFrontiers, MerkleLog, leaf_hash
 from credit.journal.signer import JournalKey, ephemeral_key
-from credit.journal.tree import sign_head
+from credit.journal.tree import covering_checkpoint, sign_head
 from credit.kinds import DECISION_RECORDED, INTAKE_ACCEPTED
 
 __all__ = [
@@ -370,6 +370,11 @@ class Store(Protocol):
         (:func:`credit.journal.tree.sign_head`); the path of the checkpoint."""
         ...
 
+    def covered(self, directory: Path) -> Path | None:
+        """The newest checkpoint in ``directory`` if it already covers every entry this
+        writer (thread) committed, else None (then :meth:`checkpoint` signs)."""
+        ...
+
     def audit(self, checkpoints: Sequence[KeptCheckpoint] = ()) -> AuditReport:
         """The verify walk over the whole journal and its side rows."""
         ...
@@ -512,6 +517,11 @@ class InMemoryStore:
     def leaf_hashes(self, size: int | None = None) -> list[bytes]:
         with self._lock:
             return list(self._leaves[:size] if size is not None else self._leaves)
+
+    def covered(self, directory: Path) -> Path | None:
+        with self._lock:
+            size = self._log.size
+        return covering_checkpoint(directory, self._key, size) if size else None
 
     def checkpoint(self, directory: Path) -> Path:
         with self._lock:  # the head cannot move while it is signed

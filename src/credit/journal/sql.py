@@ -99,7 +99,7 @@ from credit.journal.base import (
 from credit.journal.checkpoint import CHECKPOINT_SUFFIX
 from credit.journal.merkle import KeptFrontiers, MerkleLog, leaf_hash
 from credit.journal.signer import JournalKey, load_journal_key
-from credit.journal.tree import sign_head
+from credit.journal.tree import covering_checkpoint, sign_head
 from credit.journal.writerlock import FifoLock, writer_lock
 from credit.kinds import INTAKE_ACCEPTED
 
@@ -356,6 +356,7 @@ class SqlStore:
         self._signed: tuple[int, bytes] | None = None  # the head this store signed last
         self._frontiers = KeptFrontiers()
         self._tree_lock = threading.Lock()
+        self._committed = threading.local()  # .size: the tree after this thread's commit
         self._group: _Group | None = None  # the open group commit (group_commit)
         # The case views the last group commit left, with the journal's head after it:
         # the next group starts from them if no one has appended since (CARRIED_VIEWS).
@@ -498,6 +499,7 @@ class SqlStore:
             grown = conn.info.pop(_GROWN, None)
             if isinstance(grown, MerkleLog):
                 self._keep_log(grown)
+                self._committed.size = grown.size
 
     def _create_tables(self) -> None:
         with self._write() as conn:
@@ -563,6 +565,7 @@ class SqlStore:
                     self._group = None
             if log is not None:  # committed: the tree the group grew is the journal's
                 self._keep_log(log)
+                self._committed.size = log.size
             if group.complete:  # every row it wrote went through its views
                 views = group.cases
                 while len(views) > CARRIED_VIEWS:  # the oldest go first
@@ -830,6 +833,16 @@ class SqlStore:
             path = sign_head(self.key, directory, size, head, root_at)
         self._signed = (size, head)
         return path
+
+    def covered(self, directory: Path) -> Path | None:
+        """The newest checkpoint kept in ``directory``, its signature verified, if it
+        already covers every entry this thread has committed to the store (another
+        writer signed a head after them), else None: then :meth:`checkpoint` signs.
+        Read without the write lock (see :func:`credit.journal.tree.covering_checkpoint`)."""
+        size = getattr(self._committed, "size", None)
+        if size is None or self._joined() is not None:
+            return None
+        return covering_checkpoint(directory, self.key, size)
 
     def authenticate(self, entries: Sequence[Entry]) -> Sequence[Entry]:
         return authenticate(self.key, entries)

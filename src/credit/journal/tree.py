@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from credit.errors import JournalIntegrityError
+from credit.errors import CreditError, JournalIntegrityError
 from credit.journal.audit import KeptCheckpoint
 from credit.journal.checkpoint import (
     newest_file,
@@ -27,7 +27,7 @@ from credit.journal.keys import VerifierKey
 from credit.journal.merkle import inclusion_proof, verify_inclusion
 from credit.journal.signer import JournalKey
 
-__all__ = ["Inclusion", "inclusion", "newest_checkpoint", "sign_head"]
+__all__ = ["Inclusion", "covering_checkpoint", "inclusion", "newest_checkpoint", "sign_head"]
 
 
 def newest_checkpoint(
@@ -50,6 +50,23 @@ def newest_checkpoint(
             tree_size=checkpoint.size,
         )
     return KeptCheckpoint(str(path), checkpoint)
+
+
+def covering_checkpoint(directory: Path, key: JournalKey, size: int) -> Path | None:
+    """The newest checkpoint kept in ``directory`` if it signs a tree of at least
+    ``size`` entries, its signature verified with the key's own (None: there is none,
+    or it is smaller, or it does not verify). A writer whose entries end at ``size``
+    need not sign again: a head signed after them covers them (the journal only grows,
+    so its first ``size`` entries are those). The folder's pointer finds it, as it does
+    for a signature; a file that does not verify is never taken as cover, and the
+    signature then made reads it again and refuses as it would have."""
+    try:
+        newest = newest_checkpoint(directory, key.verifier, origin=key.name)
+    except (CreditError, OSError):  # not a checkpoint that verifies: sign instead
+        return None
+    if newest is None or newest.size < size:
+        return None
+    return Path(newest.path)
 
 
 def sign_head(

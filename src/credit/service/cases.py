@@ -129,8 +129,11 @@ class CaseService:
 
     def committed(self) -> None:
         """After a request that wrote: sign the tree head into the checkpoints folder
-        (when one is set), so every entry is covered by a signed checkpoint."""
-        if self.checkpoints is not None:
+        (when one is set), so every entry is covered by a signed checkpoint, unless
+        the newest kept there already covers this request's entries (another worker
+        signed after them: under load most requests then sign nothing)."""
+        if self.checkpoints is not None and self.store.covered(self.checkpoints) is None:
+            # (a head another writer signed after this request's entries covers them)
             self.store.checkpoint(self.checkpoints)
 
     # ------------------------------------------------------------------ claims
