@@ -420,6 +420,7 @@ def test_the_sql_store_offers_no_way_to_update_or_delete() -> None:
         "authenticate",
         "authentic_entries",
         "checkpoint",
+        "covered",
         "group_commit",
         "key",
         "leaf_hashes",
