@@ -175,21 +175,20 @@ class Governor:
                 found += [h for h in read[name] if h.match == "key"]
             else:
                 found += self._context_keys(name, part, policy_sha256)
+        if "policy" in context:
+            policy = context["policy"]
+
+            def scan() -> list[Redaction]:
+                return guard.find_prohibited_keys(policy, path="policy")
+
+            read["policy"] = (
+                guard.remembered(("context values", policy_sha256), scan)
+                if policy_sha256 is not None
+                else scan()
+            )
         for name in ("application", "creditReport", "policy"):
-            if name in context:
-                part = context[name]
-
-                def scan(part: Any = part, name: str = name) -> list[Redaction]:
-                    return guard.find_prohibited_keys(part, path=name)
-
-                hits = (
-                    guard.remembered(("context values", policy_sha256), scan)
-                    if name == "policy" and policy_sha256 is not None
-                    else read[name]
-                    if name in read
-                    else scan()
-                )
-                for hit in hits:
+            if name in read:
+                for hit in read[name]:
                     if hit.match == "value":
                         self._journal_redaction("context", hit, "context")
         if found:
@@ -428,9 +427,15 @@ def _json_value(value: Any) -> Any:
         return value
 
 
+def _opens_json(text: str) -> bool:
+    """Whether the text's first character after white space opens a JSON object or
+    array (the only texts :func:`_json_container` parses)."""
+    head = text[:1]
+    return head in ("{", "[") or (head.isspace() and text.lstrip()[:1] in ("{", "["))
+
+
 def _json_container(text: str) -> Any:
-    stripped = text.lstrip()
-    if not stripped.startswith(("{", "[")):
+    if not _opens_json(text):
         return None
     try:
         parsed = loads(text)
@@ -447,8 +452,7 @@ def _may_hold_json(value: Any) -> bool:
     while stack:
         item = stack.pop()
         if isinstance(item, str):
-            head = item[:1]
-            if head in ("{", "[") or (head.isspace() and item.lstrip()[:1] in ("{", "[")):
+            if _opens_json(item):
                 return True
         elif isinstance(item, Mapping):
             stack.extend(item.values())

@@ -112,14 +112,13 @@ class WriterLock:
     def __init__(self, database: Path) -> None:
         self.path = database.with_name(database.name + LOCK_SUFFIX)
         self._thread = FifoLock()
-        self._depth = 0
-        self._fd: int | None = None
+        self._fd: int | None = None  # the lock file, open while a thread holds the lock
 
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:
         """Hold the lock for the block: the thread lock, then the file's ``flock``."""
         with self._thread:
-            outermost = self._depth == 0
+            outermost = self._fd is None  # else this thread holds it already
             if outermost and fcntl is not None:
                 fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
                 try:
@@ -128,11 +127,9 @@ class WriterLock:
                     os.close(fd)
                     raise
                 self._fd = fd
-            self._depth += 1
             try:
                 yield
             finally:
-                self._depth -= 1
                 if outermost and self._fd is not None:
                     fd, self._fd = self._fd, None
                     os.close(fd)  # closing the only descriptor releases the flock

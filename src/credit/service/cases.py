@@ -133,7 +133,6 @@ class CaseService:
         the newest kept there already covers this request's entries (another worker
         signed after them: under load most requests then sign nothing)."""
         if self.checkpoints is not None and self.store.covered(self.checkpoints) is None:
-            # (a head another writer signed after this request's entries covers them)
             self.store.checkpoint(self.checkpoints)
 
     # ------------------------------------------------------------------ claims
