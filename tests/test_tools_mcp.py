@@ -92,6 +92,28 @@ def test_the_read_tools_serve_the_case_taken_in_and_nothing_of_its_monitoring() 
     assert policy.data == jsonable(default_policy().to_document())
 
 
+def test_each_result_is_one_text_block_of_the_governed_results_json_and_nothing_else() -> None:
+    """The model reads text: each result is exactly the canonical JSON of what the
+    governed tool returned (guarded), once, with no structured copy beside it and no
+    output schema for the SDK to validate it against again (the policy document alone
+    is 7.7 KB, and each copy cost the SDK several passes)."""
+    store = taken_in(auto_case(case_id="C-WIRE"))
+    direct = tools_for(store, "C-WIRE", underwriter="direct")
+    expected = {name: dumps(direct.call(name)) for name in TOOL_NAMES[:3]}
+
+    async def script(session: ToolSession) -> tuple[Any, list[Any]]:
+        listed = await session.client.list_tools()
+        return listed, [await session.client.call_tool(name, {}) for name in TOOL_NAMES[:3]]
+
+    listed, results = in_session(tools_for(store, "C-WIRE"), script)
+    assert all(tool.output_schema is None for tool in listed.tools)
+    for name, result in zip(TOOL_NAMES[:3], results, strict=True):
+        assert not result.is_error
+        assert result.structured_content is None
+        assert [block.type for block in result.content] == ["text"]
+        assert result.content[0].text == expected[name]
+
+
 def test_money_and_percentages_arrive_as_exact_decimal_strings() -> None:
     store = taken_in(auto_case(case_id="C-EXACT"))
 

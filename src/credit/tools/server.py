@@ -7,6 +7,13 @@ over an in-memory JSON-RPC transport: what the tests and the rules underwriter u
 and over stdio (``credit mcp --case ID``, :mod:`credit.cli.mcp`). No domain logic
 lives here: each tool calls the governed function and turns a refusal into an MCP
 tool error the model can read.
+
+Each result is one text block, the compact JSON of what the governed tool returned
+(exact decimals as strings), and nothing else: no structured copy and no output schema.
+A model reads the text; a structured copy of a ``dict`` result made the SDK validate
+and serialise it again several times (the policy document is 7.4 KB), which was most
+of a turn's cost over MCP. A client reads the JSON from the text
+(:func:`outcome_of`).
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
-from credit.canonical import loads
+from credit.canonical import dumps, loads
 from credit.errors import CreditError
 from credit.tools.governed import TOOL_DESCRIPTIONS, CaseTools
 
@@ -45,12 +52,13 @@ INSTRUCTIONS = (
 Dispatch = Callable[[str, dict[str, Any]], dict[str, Any]]
 
 
-def _governed(dispatch: Dispatch, name: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    def run(arguments: dict[str, Any]) -> dict[str, Any]:
+def _governed(dispatch: Dispatch, name: str) -> Callable[[dict[str, Any]], CallToolResult]:
+    def run(arguments: dict[str, Any]) -> CallToolResult:
         try:
-            return dispatch(name, arguments)
+            result = dispatch(name, arguments)
         except CreditError as err:
             raise ToolError(str(err)) from err
+        return CallToolResult(content=[TextContent(type="text", text=dumps(result))])
 
     return run
 
@@ -72,18 +80,18 @@ def build_server(tools: CaseTools | Dispatch) -> MCPServer:
     get_policy_call = _governed(dispatch, "get_policy")
     record_decision_call = _governed(dispatch, "record_decision")
 
-    async def get_application() -> dict[str, Any]:
+    async def get_application() -> CallToolResult:
         return get_application_call({})
 
-    async def get_credit_report() -> dict[str, Any]:
+    async def get_credit_report() -> CallToolResult:
         return get_credit_report_call({})
 
-    async def get_policy() -> dict[str, Any]:
+    async def get_policy() -> CallToolResult:
         return get_policy_call({})
 
     async def record_decision(
         decision: dict[str, Any], reasonCodes: list[str] | None = None
-    ) -> dict[str, Any]:
+    ) -> CallToolResult:
         arguments: dict[str, Any] = {"decision": decision}
         if reasonCodes is not None:
             arguments["reasonCodes"] = reasonCodes
