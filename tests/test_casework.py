@@ -455,7 +455,7 @@ def test_a_released_decline_whose_notice_a_crash_left_unsent_is_sent_on_the_next
     def crash(self: Any, life: Any) -> Any:
         raise KeyboardInterrupt  # the process dies between the release and the send
 
-    monkeypatch.setattr(credit.casework.CaseWork, "_notify", crash)
+    monkeypatch.setattr(credit.casework.CaseWork, "_verify_notice", crash)
     with pytest.raises(KeyboardInterrupt):
         world.run(declined_on_dti("K-2"))
     assert world.state("K-2") == "notice-pending"

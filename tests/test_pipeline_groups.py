@@ -6,13 +6,17 @@ run does that group again with nothing doubled."""
 
 from __future__ import annotations
 
+import datetime as dt
 import sqlite3
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from credit.clock import FixedClock
 from credit.journal import DECISION_KIND, InMemoryStore, open_store
 from credit.journal.base import Store
 from credit.notices import DirectoryOutbox
@@ -131,7 +135,7 @@ def test_a_notice_is_sent_only_after_its_release_is_durable(
     db = tmp_path / "journal.db"
     with open_store(f"sqlite:///{db}") as store:
         durable: list[bool] = []
-        real = credit.casework.CaseWork._notify
+        real = credit.casework.CaseWork._verify_notice
 
         def notify(self: Any, life: Any) -> Any:
             # Another connection (another process, after a crash) already sees the
@@ -144,10 +148,108 @@ def test_a_notice_is_sent_only_after_its_release_is_durable(
             durable.append(released == 1)
             return real(self, life)
 
-        monkeypatch.setattr(credit.casework.CaseWork, "_notify", notify)
+        monkeypatch.setattr(credit.casework.CaseWork, "_verify_notice", notify)
         summary = Pipeline(store, DirectoryOutbox(tmp_path / "outbox"), group_size=5).run(lines)
     assert summary.notices_sent > 0 and len(durable) == summary.notices_sent
     assert all(durable)
+
+
+def test_a_groups_notices_take_two_commits_not_one_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Per group: its intake, turns and reviews; its notices' verifications; their
+    sendings; its ethics findings. Four commits, however many notices it sends."""
+    lines = batch(30)
+    with open_store(f"sqlite:///{tmp_path / 'journal'}.db") as store:
+        commits: list[int] = []
+        real = store.group_commit
+
+        @contextmanager
+        def counted(case_ids: Any = ()) -> Iterator[None]:
+            commits.append(1)
+            with real(case_ids):
+                yield
+
+        monkeypatch.setattr(store, "group_commit", counted)
+        pipeline = Pipeline(store, DirectoryOutbox(tmp_path / "outbox"), group_size=15)
+        summary = pipeline.run(lines)
+    assert summary.notices_sent > 4  # both groups send several
+    assert len(commits) == 2 * 4
+
+
+class Crash(BaseException):
+    """The process going away between two steps of the notices (not an Exception, so
+    no step records it as a failure)."""
+
+
+def test_notices_a_crash_left_in_the_outbox_unjournaled_are_journaled_sent_once_a_later_day(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import credit.casework
+
+    lines = batch(20)
+    outbox = DirectoryOutbox(tmp_path / "outbox")
+    clock = FixedClock(dt.datetime(2026, 12, 1, 9, tzinfo=dt.UTC))
+    with open_store(f"sqlite:///{tmp_path / 'journal'}.db") as store:
+        with monkeypatch.context() as patch:
+
+            def crash(*args: Any) -> Any:
+                raise Crash
+
+            patch.setattr(credit.casework.CaseWork, "_journal_delivery", crash)
+            with pytest.raises(Crash):
+                Pipeline(store, outbox, clock=clock).run(lines)
+        verified = store.entries(kinds=["notice.verified"])
+        files = {
+            p.name.removesuffix(".notice.json"): p.read_bytes()
+            for p in outbox.root.glob("*.notice.json")
+        }
+        assert verified and not store.entries(kinds=[NOTICE_SENT])
+        assert set(files) == {e.case_id for e in verified}  # in the outbox, not journaled
+
+        clock.advance(days=3)  # a notice rendered today would differ from the one sent
+        again = Pipeline(store, outbox, clock=clock).run(lines)
+        assert again.notices_sent == len(verified) and not again.failed_cases
+        sent = store.entries(kinds=[NOTICE_SENT])
+        assert Counter(e.case_id for e in sent) == Counter(e.case_id for e in verified)
+        assert store.entries(kinds=["notice.verified"]) == verified  # none rendered again
+        by_case = {e.case_id: e for e in verified}
+        for entry in sent:
+            assert entry.payload["noticeSha256"] == by_case[entry.case_id].payload["noticeSha256"]
+            assert entry.payload["noticeDate"] == "2026-12-01"
+        after = {
+            p.name.removesuffix(".notice.json"): p.read_bytes()
+            for p in outbox.root.glob("*.notice.json")
+        }
+        assert after == files  # exactly the bytes verified and sent, untouched
+        assert store.verify().ok
+
+
+def test_a_crash_before_the_verified_notices_reach_the_outbox_sends_each_on_the_next_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import credit.casework
+
+    lines = batch(20)
+    outbox = DirectoryOutbox(tmp_path / "outbox")
+    with open_store(f"sqlite:///{tmp_path / 'journal'}.db") as store:
+        with monkeypatch.context() as patch:
+
+            def crash(*args: Any) -> Any:
+                raise Crash
+
+            patch.setattr(credit.casework.CaseWork, "_deliver", crash)
+            with pytest.raises(Crash):
+                Pipeline(store, outbox).run(lines)
+        first = store.entries(kinds=["notice.verified"])
+        assert first and not list(outbox.root.glob("*.notice.json"))
+
+        again = Pipeline(store, outbox).run(lines)
+        sent = Counter(e.case_id for e in store.entries(kinds=[NOTICE_SENT]))
+        assert set(sent) == {e.case_id for e in first} and set(sent.values()) == {1}
+        files = {p.name.removesuffix(".notice.json") for p in outbox.root.glob("*.notice.json")}
+        assert files == set(sent) and again.notices_sent == len(sent)
+        assert store.verify().ok
 
 
 def test_a_streamed_batch_reads_the_same_lines_as_it_goes_and_counts_them(

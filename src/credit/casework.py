@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
@@ -39,6 +39,7 @@ from credit.governance.officer import OfficerDecision, build_officer_decision
 from credit.governance.refusal import build_refusal_surface
 from credit.governance.safety import safety_verdict, unverified_notice_send
 from credit.guardrails.expectation import expectation_for
+from credit.guardrails.report import VerificationReport
 from credit.guardrails.verifier import Verifier
 from credit.journal.base import Entry, StaleCaseError, Store
 from credit.kinds import (
@@ -52,8 +53,8 @@ from credit.kinds import (
 )
 from credit.lifecycle import OFFICER_DECIDES, CaseLife, WorkItem, fold, fold_all
 from credit.models import Case, parse_case
-from credit.notice_format import NoticeBasis
-from credit.notices.outbox import Outbox
+from credit.notice_format import Notice, NoticeBasis
+from credit.notices.outbox import Outbox, notice_file_problem
 from credit.notices.render import render_notice
 from credit.policy import PolicyRegistry
 from credit.roles import Actor, Role
@@ -73,6 +74,23 @@ class NoticeOutcome:
 
     kind: str
     entry: Entry
+
+
+@dataclass(frozen=True, slots=True)
+class _Verified:
+    """A notice rendered, verified and its verification journaled, not yet sent. A
+    notice a crash left in the outbox after its verification was journaled, before
+    its sending was, has ``notice`` None: its bytes are there, exactly the verified
+    ones, and only the sending is left to journal."""
+
+    life: CaseLife
+    entry: Entry  # the notice.verified entry
+    notice: Notice | None
+    report: VerificationReport | None
+
+    @property
+    def case_id(self) -> str:
+        return self.life.case_id
 
 
 class CaseWork:
@@ -180,9 +198,61 @@ class CaseWork:
         return self.finish(case_id)
 
     def _notify(self, life: CaseLife) -> NoticeOutcome:
+        """The notice step of one case: verified, sent, each journaled."""
+        step = self._verify_notice(life)
+        if isinstance(step, NoticeOutcome):
+            return step
+        return self._journal_delivery(step, self._deliver(step))
+
+    def send_notices(self, case_ids: Sequence[str]) -> None:
+        """The notice step for many cases (those whose state is ``notice-pending``), in
+        three steps instead of a commit per notice: every notice rendered, verified and
+        its verification journaled, in one commit; then each verified notice written to
+        the outbox; then every sending journaled, in one commit. A crash between the
+        steps loses nothing and sends nothing twice: the next run finds a verified
+        notice whose exact bytes are already in the outbox and journals its sending
+        (:meth:`_already_in_outbox`), and renders, verifies and sends again any notice
+        that did not reach the outbox. A step that fails for one case is journaled for
+        that case (``turn.failed``, or ``notice.blocked`` for a send the outbox refused)
+        and the others go on; a case another writer moved meanwhile is finished alone."""
+        verified: list[_Verified] = []
+        alone: list[str] = []
+        with self.store.group_commit(case_ids):
+            for case_id in case_ids:
+                life = self.life(case_id)
+                if life.system_work != "notice":
+                    continue
+                try:
+                    step = self._verify_notice(life)
+                except StaleCaseError:
+                    alone.append(case_id)
+                    continue
+                except Exception as err:
+                    self._fail(life, "notice", err)
+                    continue
+                if isinstance(step, _Verified):
+                    verified.append(step)
+        delivered = [(step, self._deliver(step)) for step in verified]
+        with self.store.group_commit([step.case_id for step in verified]):
+            for step, delivery in delivered:
+                try:
+                    self._journal_delivery(step, delivery)
+                except StaleCaseError:
+                    alone.append(step.case_id)
+                except Exception as err:
+                    self._fail(step.life, "notice", err)
+        for case_id in alone:
+            self.finish(case_id)
+
+    def _verify_notice(self, life: CaseLife) -> NoticeOutcome | _Verified:
+        """Render the released decision's notice, dated today, verify it (V1-V8) and
+        journal the verification; a notice that fails is blocked (a typed refusal)."""
         decision = life.decision
         assert decision is not None and life.state == "notice-pending"
         case_id = life.case_id
+        kept = self._already_in_outbox(life)
+        if kept is not None:
+            return kept
         case = self._case(case_id)
         try:
             basis = NoticeBasis.from_record(case, decision.wire, decision.reasons, decision.offer)
@@ -231,26 +301,62 @@ class CaseWork:
                 after=entry.seq,
             )
             return NoticeOutcome(NOTICE_BLOCKED, entry)
+        return _Verified(life, verified, notice, report)
+
+    def _already_in_outbox(self, life: CaseLife) -> _Verified | None:
+        """The case's verified notice when the outbox already holds exactly its bytes
+        (a crash after the notice was written, before its sending was journaled): it
+        was sent, and only the journal is behind. None otherwise."""
+        entry = life.verified
+        if entry is None or entry.payload.get("passed") is not True:
+            return None
+        sha256 = entry.payload.get("noticeSha256")
+        data = self.outbox.notice_bytes(life.case_id)
+        if not isinstance(sha256, str) or notice_file_problem(data, sha256) is not None:
+            return None
+        return _Verified(life, entry, None, None)
+
+    def _deliver(self, step: _Verified) -> Exception | None:
+        """Put the verified notice in the outbox (nothing to do for one already there);
+        what stopped it, if anything."""
+        if step.notice is None or step.report is None:
+            return None
         try:
-            sent = self.outbox.send(notice, report)
-        except SendRefusedError as err:
+            self.outbox.send(step.notice, step.report)
+        except Exception as err:
+            return err
+        return None
+
+    def _journal_delivery(self, step: _Verified, problem: Exception | None) -> NoticeOutcome:
+        """Journal how the delivery ended: sent, blocked (the outbox refused the send),
+        or raise what stopped it (the caller journals it as a failure)."""
+        decision = step.life.decision
+        assert decision is not None
+        payload = step.entry.payload
+        if isinstance(problem, SendRefusedError):
             entry = self.store.append(
-                case_id,
+                step.case_id,
                 NOTICE_BLOCKED,
-                {"decisionSeq": decision.seq, "noticeSha256": notice.sha256, "reason": err.message},
-                after=verified.seq,
+                {
+                    "decisionSeq": decision.seq,
+                    "noticeSha256": payload["noticeSha256"],
+                    "reason": problem.message,
+                },
+                after=step.entry.seq,
             )
             return NoticeOutcome(NOTICE_BLOCKED, entry)
+        if problem is not None:
+            raise problem
         entry = self.store.append(
-            case_id,
+            step.case_id,
             NOTICE_SENT,
             {
                 "decisionSeq": decision.seq,
-                "noticeSha256": sent.notice_sha256,
-                "noticeDate": today.isoformat(),
+                "noticeSha256": payload["noticeSha256"],
+                "noticeDate": payload["noticeDate"],
                 "decision": decision.decision,
             },
-            after=verified.seq,
+            after=step.entry.seq,
         )
         return NoticeOutcome(NOTICE_SENT, entry)
 

@@ -308,14 +308,13 @@ class Pipeline:
             self._tick("review", self._reviewed, self._total)
         return awaiting
 
-    def _notify(self, case_ids: Sequence[str], pool: ComparisonPool) -> None:
-        """Stage 4, after the group's release is durable: each notice rendered,
-        verified, sent and journaled (its verification and its sending) in a commit of
-        its own, so that a crash leaves at most the notice under way to send again
-        (the next run renders, verifies and sends it)."""
-        for case_id in case_ids:
-            with self.store.group_commit([case_id]):
-                self.work.finish(case_id, pool=pool)
+    def _notify(self, case_ids: Sequence[str]) -> None:
+        """Stage 4, after the group's release is durable: the group's notices rendered
+        and verified, their verifications journaled in one commit, written to the
+        outbox, and their sendings journaled in one more
+        (:meth:`credit.casework.CaseWork.send_notices`: a crash between the steps
+        loses nothing and sends nothing twice)."""
+        self.work.send_notices(case_ids)
 
     def record_ethics(self, case_ids: Sequence[str]) -> None:
         """Stage 5: evaluate the ethics pack on each decided case once; recorded only."""
@@ -349,9 +348,10 @@ class Pipeline:
         each group is taken in, underwritten and reviewed in one transaction with one
         durable commit (``store.group_commit``), so a crash loses at most the group
         under way, which the next run does again (nothing of it was recorded). Then
-        each released decline or counteroffer of the group gets its notice, one commit
-        each (a notice is sent only once its release is durable), and the group's ethics
-        findings are recorded in one more commit. ``lines`` may be any iterable (a file
+        the released declines and counteroffers of the group get their notices (a notice
+        is sent only once its release is durable): verified in one commit, sent, the
+        sendings journaled in another; and the group's ethics findings are recorded in
+        one more commit. ``lines`` may be any iterable (a file
         read as it goes): the run holds one group at a time. ``total``: the number of
         lines, for progress."""
         if total is None:
@@ -372,7 +372,7 @@ class Pipeline:
                         case_ids = list(lines_of)
                         stopped = await self._underwrite(case_ids)
                         awaiting = self._review(case_ids, pool)
-                    self._notify(awaiting, pool)
+                    self._notify(awaiting)
                     with self.store.group_commit(case_ids):
                         self.record_ethics(case_ids)
                         self.summarise(case_ids, summary, lines=lines_of, source=source)
