@@ -281,3 +281,29 @@ def test_a_batch_that_cannot_be_opened_is_named_before_anything_runs(tmp_path: P
 def test_a_group_must_hold_at_least_one_case(size: int) -> None:
     with pytest.raises(ValueError, match="group_size must be at least 1"):
         Pipeline(InMemoryStore(), DirectoryOutbox(Path("unused")), group_size=size)
+
+
+def test_a_run_tunes_the_garbage_collector_while_it_works_and_restores_it_after(
+    tmp_path: Path,
+) -> None:
+    import gc
+
+    from credit.pipeline import YOUNG_COLLECTION
+
+    seen: list[tuple[tuple[int, int, int], int]] = []
+
+    class Watching(RulesUnderwriter):
+        async def drive(self, session: ToolSession) -> str:
+            seen.append((gc.get_threshold(), gc.get_freeze_count()))
+            return await super().drive(session)
+
+    before = gc.get_threshold()
+    store = InMemoryStore()
+    Pipeline(store, DirectoryOutbox(tmp_path / "a"), underwriter=Watching()).run(batch(3))
+    assert seen and all(t == (YOUNG_COLLECTION, *before[1:]) and f > 0 for t, f in seen)
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+    with pytest.raises(Interrupted):
+        Pipeline(store, DirectoryOutbox(tmp_path / "b"), underwriter=StopsAt(2)).run(
+            batch(3, start=3)
+        )
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0

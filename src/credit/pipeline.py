@@ -25,9 +25,11 @@ logic of its own: it sequences the core.
 
 from __future__ import annotations
 
+import gc
 import itertools
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Sized
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -78,6 +80,27 @@ Progress = Callable[[str, int, int], None]  # (phase, done, total)
 # while it is worked (other writers wait), so a group is kept to a bounded amount of
 # work; a crash loses at most the group under way.
 GROUP_SIZE: Final = 250
+
+# While a run works, the garbage collector's youngest generation is collected every
+# YOUNG_COLLECTION container allocations instead of Python's 700, and what was alive
+# when the run began (modules, the policies, the catalogue, schemas) is frozen out of
+# its walks: a run allocates a great many short-lived objects, and the collector
+# walked them about 250 times per 1,000 cases, 6-8% of the run's CPU (0.3-0.46 s of
+# about 5 s here), 0.02 s with these settings. Restored when the run ends.
+YOUNG_COLLECTION: Final = 50_000
+
+
+@contextmanager
+def _batch_collection() -> Iterator[None]:
+    """The collector's settings for a run (:data:`YOUNG_COLLECTION`), restored after."""
+    before = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(YOUNG_COLLECTION, *before[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+        gc.unfreeze()
 
 
 @dataclass(frozen=True, slots=True)
@@ -385,7 +408,8 @@ class Pipeline:
                             line = lines_of.get(err.case_id or "")
                             summary.failures.append(err.located(line=line, source=source))
 
-        anyio.run(groups)
+        with _batch_collection():
+            anyio.run(groups)
         summary.failures.sort(key=lambda f: f.line if f.line is not None else 0)
         summary.chain = self.store.verify()
         if self.checkpoints is not None and summary.chain.ok:
