@@ -9,12 +9,15 @@ what the same work writes one entry at a time.
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from conftest import auto_case, card_case
 from credit.examples import generate_cases
@@ -272,3 +275,39 @@ def _differ_only_in_turn_ids(a: list[Any], b: list[Any]) -> bool:
         return value
 
     return scrub(a) == scrub(b)
+
+
+KINDS = ("a.one", "b.two", "c.three", "d.four")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    appended=st.lists(st.sampled_from(KINDS), min_size=1, max_size=30),
+    reads=st.lists(
+        st.tuples(
+            st.one_of(st.none(), st.lists(st.sampled_from(KINDS), min_size=1, max_size=3)),
+            st.integers(min_value=0, max_value=40),
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+)
+def test_a_reader_caught_up_inside_a_group_reads_what_the_journal_then_holds(
+    appended: list[str], reads: list[tuple[list[str] | None, int]]
+) -> None:
+    """An incremental reader of some kinds (the comparison pool) inside a group is
+    served from the group's own entries by kind; it reads exactly what the same query
+    reads from the committed journal, in seq order."""
+    with tempfile.TemporaryDirectory() as folder, open_store(f"sqlite:///{folder}/j.db") as store:
+        store.append("X", "z.before", {})  # one committed entry: the group starts at 1
+        inside: list[list[tuple[int, str]]] = []
+        with store.group_commit(["X"]):
+            for i, kind in enumerate(appended):
+                store.append("X" if i % 2 else "Y", kind, {"i": i})
+            for kinds, after in reads:
+                inside.append(
+                    [(e.seq, e.kind) for e in store.entries(kinds=kinds, after_seq=after + 1)]
+                )
+        for (kinds, after), got in zip(reads, inside, strict=True):
+            committed = store.entries(kinds=kinds, after_seq=after + 1)
+            assert got == [(e.seq, e.kind) for e in committed]

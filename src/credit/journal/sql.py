@@ -326,6 +326,7 @@ class _Group:
     position: int | None = None  # the last case position used, None: read it
     start: int = 0  # the head's seq when the group opened
     added: list[Entry] = field(default_factory=list)  # every entry the group appended
+    added_by_kind: dict[str, list[Entry]] = field(default_factory=dict)  # the same, by kind
     complete: bool = True  # False once the SQL path has appended inside the group
 
 
@@ -674,6 +675,7 @@ class SqlStore:
             }
         )
         group.added.append(entry)
+        group.added_by_kind.setdefault(kind, []).append(entry)
         if view is not None:
             view.entries.append(entry)
             if view.accepted is None and kind == INTAKE_ACCEPTED:
@@ -997,10 +999,20 @@ class SqlStore:
                 ]
         if group is not None and group.complete and after_seq >= group.start:
             # only entries the group itself appended (an incremental reader caught up),
-            # in seq order: those after ``after_seq`` are a tail of the list
-            added = group.added
-            tail = added[bisect.bisect_right(added, after_seq, key=_seq_of) :]
-            return tail if kinds is None else [e for e in tail if e.kind in kinds]
+            # in seq order: those after ``after_seq`` are a tail of the list (of each
+            # kind's list: a reader of a few kinds does not walk every entry after its
+            # mark, which grows with the group)
+            if kinds is None:
+                added = group.added
+                return added[bisect.bisect_right(added, after_seq, key=_seq_of) :]
+            tails = [
+                of_kind[bisect.bisect_right(of_kind, after_seq, key=_seq_of) :]
+                for kind in dict.fromkeys(kinds)
+                if (of_kind := group.added_by_kind.get(kind))
+            ]
+            if len(tails) == 1:
+                return tails[0]
+            return sorted((e for tail in tails for e in tail), key=_seq_of)
         query = select(self._entries).order_by(self._entries.c.seq)
         if after_seq > 0:
             query = query.where(self._entries.c.seq > after_seq)
