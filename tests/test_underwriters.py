@@ -321,3 +321,51 @@ def test_the_rules_underwriter_drives_any_tool_session() -> None:
     surface = anyio.run(main)
     assert loads(surface) == loads(dumps(engine_wire(case)))
     assert underwriter.last is not None and underwriter.last.case_id == "C-DRIVE"
+
+
+def test_the_runtimes_protocol_guards_answer_as_isinstance_does() -> None:
+    """The runtime asks which optional protocols an underwriter follows with one
+    attribute lookup each; the answer is isinstance's for a class with the method, one
+    without, the method set on an instance, and no for a non-callable attribute of that
+    name (which isinstance lets through, and a call would then fail on). Each protocol
+    has exactly the one method its guard asks."""
+    import typing
+
+    from credit.underwriters.claude import ClaudeUnderwriter
+    from credit.underwriters.runtime import (
+        DrivesSession,
+        Transcribed,
+        WritesMethodology,
+        drives_session,
+        transcribed,
+        writes_methodology,
+    )
+
+    guards = (
+        (DrivesSession, drives_session, "drive"),
+        (WritesMethodology, writes_methodology, "methodology_for"),
+        (Transcribed, transcribed, "take_transcript"),
+    )
+
+    class Bare:
+        pass
+
+    def with_attribute(name: str, value: Any) -> Bare:
+        obj = Bare()
+        setattr(obj, name, value)
+        return obj
+
+    for protocol, guard, method in guards:
+        assert typing._get_protocol_attrs(protocol) == {method}  # type: ignore[attr-defined]
+        candidates: list[object] = [
+            RulesUnderwriter(),
+            ClaudeUnderwriter.__new__(ClaudeUnderwriter),
+            Bare(),
+            with_attribute(method, lambda *a: None),
+            with_attribute(method, "not callable"),
+        ]
+        for obj in candidates:
+            expected = isinstance(obj, protocol) and callable(getattr(obj, method, None))
+            assert guard(obj) == expected, (protocol.__name__, type(obj).__name__)
+        assert guard(with_attribute(method, lambda *a: None))
+        assert not guard(Bare())

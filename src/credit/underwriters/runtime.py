@@ -43,7 +43,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Protocol, TypeVar, runtime_checkable
+from typing import Any, Final, Protocol, TypeGuard, TypeVar, runtime_checkable
 
 import anyio
 
@@ -71,7 +71,10 @@ __all__ = [
     "TurnResult",
     "Underwriter",
     "WritesMethodology",
+    "drives_session",
     "failure_payload",
+    "transcribed",
+    "writes_methodology",
 ]
 
 UNDERWRITER_TURN: Final = _kinds.UNDERWRITER_TURN
@@ -158,6 +161,28 @@ class Transcribed(Protocol):
     gives it once, after the turn (ended or failed), or None when it kept none."""
 
     def take_transcript(self, turn: str) -> Mapping[str, Any] | None: ...
+
+
+def _has_method(obj: object, name: str) -> bool:
+    return callable(getattr(obj, name, None))
+
+
+# Which of the optional protocols an underwriter follows, each asked with one attribute
+# lookup: on Python 3.11 ``isinstance`` against a runtime-checkable Protocol walks the
+# protocol's classes for its members on every call (four times a turn: 0.8% of a run).
+# Each protocol has exactly the one method named here, and it must be callable (where
+# isinstance lets a non-callable attribute through); tests/test_underwriters.py pins
+# these guards to isinstance.
+def drives_session(underwriter: object) -> TypeGuard[DrivesSession]:
+    return _has_method(underwriter, "drive")
+
+
+def writes_methodology(underwriter: object) -> TypeGuard[WritesMethodology]:
+    return _has_method(underwriter, "methodology_for")
+
+
+def transcribed(underwriter: object) -> TypeGuard[Transcribed]:
+    return _has_method(underwriter, "take_transcript")
 
 
 @dataclass(frozen=True)
@@ -380,7 +405,7 @@ class SparkRuntime:
 
     async def _run(self, underwriter: Underwriter, tools: CaseTools, context: TurnContext) -> str:
         served = self._served
-        if served is not None and isinstance(underwriter, DrivesSession):
+        if served is not None and drives_session(underwriter):
             host, session = served
             with host.bound(tools):
                 return await underwriter.drive(session)
@@ -390,14 +415,14 @@ class SparkRuntime:
         """The system prompt of a turn under ``policy``."""
         if self.methodology is not None:
             return self.methodology
-        if isinstance(underwriter, WritesMethodology):
+        if writes_methodology(underwriter):
             return underwriter.methodology_for(policy)
         return SPARK_METHODOLOGY
 
     def _transcript_fields(self, underwriter: Underwriter, turn: str) -> dict[str, Any]:
         """Store the turn's transcript, if the underwriter kept one; the fields that
         name it on the ``underwriter.turn`` entry."""
-        if not isinstance(underwriter, Transcribed):
+        if not transcribed(underwriter):
             return {}
         transcript = underwriter.take_transcript(turn)
         if transcript is None:
@@ -586,7 +611,7 @@ class SparkRuntime:
         async def main() -> TurnResult:
             return await self.turn(case_id, underwriter)
 
-        if serve and isinstance(underwriter, DrivesSession):
+        if serve and drives_session(underwriter):
             return self._kept_session().run(main)
         return anyio.run(main)
 
