@@ -210,6 +210,39 @@ def test_a_writer_whose_entries_a_newer_checkpoint_covers_need_not_sign_again(
         assert second.covered(folder) is None
 
 
+def test_a_writer_asking_for_cover_reads_no_checkpoint_named_for_fewer_entries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The common case of one writer: the newest checkpoint is its own, named for fewer
+    entries than it has since committed; its name says so, and it is not read or
+    verified. One named for enough entries is verified before it is taken as cover,
+    and one whose name claims more than it signs is never taken."""
+    import credit.journal.tree as tree
+
+    verified: list[str] = []
+    real = tree.verify_checkpoint
+
+    def counting(data: bytes, *args: Any, **kwargs: Any) -> Any:
+        verified.append(str(kwargs.get("source")))
+        return real(data, *args, **kwargs)
+
+    monkeypatch.setattr(tree, "verify_checkpoint", counting)
+    folder = tmp_path / "checkpoints"
+    with open_store(f"sqlite:///{tmp_path / 'j.db'}") as store:
+        store.append("A", "note", {})
+        signed = store.checkpoint(folder)  # size 1
+        verified.clear()
+        store.append("A", "note", {})  # size 2: the newest checkpoint is named for 1
+        assert store.covered(folder) is None and verified == []
+        second = store.checkpoint(folder)  # size 2
+        verified.clear()
+        assert store.covered(folder) == second and verified == [str(second)]
+        store.append("A", "note", {})  # size 3; a copy of the size-2 head named for 3
+        (folder / f"{3:020d}{signed.name[20:]}").write_bytes(second.read_bytes())
+        (folder / ".newest").write_text(f"{3:020d}{signed.name[20:]}\n")
+        assert store.covered(folder) is None  # read, and refused: it signs 2 entries
+
+
 def test_a_service_write_signs_only_when_no_newer_head_covers_it(tmp_path: Path) -> None:
     store = InMemoryStore()
     folder = tmp_path / "checkpoints"

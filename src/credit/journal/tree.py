@@ -40,6 +40,14 @@ def newest_checkpoint(
     newest = newest_file(directory, pointer=pointer)
     if newest is None:
         return None
+    return _verified_file(directory, newest, verifier, origin)
+
+
+def _verified_file(
+    directory: Path, newest: str, verifier: VerifierKey, origin: str | None
+) -> KeptCheckpoint:
+    """The checkpoint kept in the file ``newest`` of ``directory``, its signature
+    verified and its tree size the one its name gives."""
     path = directory / newest
     checkpoint = verify_checkpoint(path.read_bytes(), verifier, origin=origin, source=path)
     if checkpoint.size != int(newest[:20]):
@@ -61,10 +69,15 @@ def covering_checkpoint(directory: Path, key: JournalKey, size: int) -> Path | N
     for a signature; a file that does not verify is never taken as cover, and the
     signature then made reads it again and refuses as it would have."""
     try:
-        newest = newest_checkpoint(directory, key.verifier, origin=key.name)
+        name = newest_file(directory)
+        # A file is named by its tree size: one named for fewer entries cannot cover
+        # them, and is not read (this writer signed it itself, most of the time).
+        if name is None or int(name[:20]) < size:
+            return None
+        newest = _verified_file(directory, name, key.verifier, key.name)
     except (CreditError, OSError):  # not a checkpoint that verifies: sign instead
         return None
-    if newest is None or newest.size < size:
+    if newest.size < size:
         return None
     return Path(newest.path)
 
