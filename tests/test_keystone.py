@@ -91,6 +91,26 @@ def test_reviewing_a_case_already_reviewed_journals_nothing_more(store: InMemory
     assert [s.state for s in again] == [s.state for s in first] == ["released", "held"]
 
 
+def test_run_review_gates_the_case_as_review_does_and_reads_nothing_back(
+    store: InMemoryStore,
+) -> None:
+    """For a caller that reads the case afterwards anyway (the system's own work):
+    the same entries as review, no status when it reviewed, the standing it found when
+    there was nothing left to do."""
+    record(store, auto_case(case_id="K1"), monitor=monitoring())
+    record(store, auto_case(case_id="K2", score=560), changes={"decision": "refer"})
+    other = InMemoryStore()
+    record(other, auto_case(case_id="K1"), monitor=monitoring())
+    record(other, auto_case(case_id="K2", score=560), changes={"decision": "refer"})
+    keystone, reference = Keystone(store), Keystone(other)
+    assert [keystone.run_review(c) for c in ("K1", "K2")] == [None, None]
+    assert [reference.review(c).state for c in ("K1", "K2")] == ["released", "held"]
+    for case_id in ("K1", "K2"):
+        assert kinds(store, case_id) == kinds(other, case_id)
+    again = [keystone.run_review(c) for c in ("K1", "K2")]
+    assert [s.state if s else None for s in again] == ["released", "held"]
+
+
 def test_a_review_interrupted_after_equipoise_is_completed_without_running_it_twice(
     store: InMemoryStore,
 ) -> None:

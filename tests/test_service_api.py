@@ -302,7 +302,7 @@ def test_a_decide_killed_before_its_review_commits_leaves_nothing_and_decides_on
     case = golden(DECLINE, "API-KILLED-1")
     assert api.take_in(case).status_code == 201
     before = [e.kind for e in api.store.entries("API-KILLED-1")]
-    monkeypatch.setattr(Keystone, "review", killed)
+    monkeypatch.setattr(Keystone, "run_review", killed)
     underwriter = api.app.state.keys.authenticate(api.keys[Role.UNDERWRITER])
     with pytest.raises(_Killed):  # in this thread: the dying worker is not the test client
         api.app.state.service.decide("API-KILLED-1", underwriter)

@@ -164,7 +164,7 @@ class CaseWork:
                 return life
             try:
                 if work == "review":
-                    self.keystone.review(case_id, pool=pool)
+                    self.keystone.run_review(case_id, pool=pool)
                 else:
                     self._notify(life)
             except StaleCaseError:

@@ -202,8 +202,17 @@ class Keystone:
 
     def review(self, case_id: str, *, pool: ComparisonPool | None = None) -> KeystoneStatus:
         """Run (or read back) Equipoise and Backstop on the current decision, then
-        release or hold it. ``pool``: the decisions Equipoise compares with (default:
-        read now)."""
+        release or hold it; its standing at the gate afterwards. ``pool``: the
+        decisions Equipoise compares with (default: read now)."""
+        status = self.run_review(case_id, pool=pool)
+        return status if status is not None else self.status(case_id)
+
+    def run_review(
+        self, case_id: str, *, pool: ComparisonPool | None = None
+    ) -> KeystoneStatus | None:
+        """:meth:`review` without reading the case back when it reviewed it (None then;
+        the standing it found when there was nothing to do): for a caller that reads
+        the case's life afterwards anyway."""
         life = self.life(case_id)
         decision = life.decision
         if decision is None:
@@ -232,7 +241,7 @@ class Keystone:
         else:
             payload.update(by=GATE, reason="Equipoise and Backstop passed")
             self.store.append(case_id, KEYSTONE_RELEASED, payload, after=last)
-        return self.status(case_id)
+        return None
 
     def _append(self, case_id: str, kind: str, review: Review, decision_seq: int, last: int) -> int:
         payload = {"decisionSeq": decision_seq, **review.to_payload()}
