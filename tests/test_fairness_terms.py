@@ -286,6 +286,31 @@ def test_the_matcher_finds_what_one_alternating_regular_expression_finds(
     assert TERMS.find(text) == _REFERENCE.find(text)
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from(_pieces), st.integers(0, 2), _joins), min_size=1, max_size=8)
+)
+def test_the_answer_kept_for_a_text_is_the_one_the_matcher_gives_and_a_list_of_its_own(
+    parts: list[tuple[str, int, str]],
+) -> None:
+    text = "".join(_variant(word, how) + join for word, how, join in parts)
+    first = TERMS.find(text)
+    assert first == TERMS._find(text)  # computed now
+    first.append(first[0] if first else _REFERENCE.find("age")[0])  # the caller's to change
+    again = TERMS.find(text)  # kept
+    assert again == TERMS._find(text) == _REFERENCE.find(text)
+
+
+def test_the_kept_answers_are_bounded() -> None:
+    from credit.fairness_terms import _FOUND_KEPT
+
+    terms = default_prohibited_terms()
+    for i in range(_FOUND_KEPT + 10):
+        terms.find(f"applicant number {i}")
+    assert 0 < len(terms._found) <= _FOUND_KEPT
+    assert terms.find("because of your age") == _REFERENCE.find("because of your age")
+
+
 def test_the_matcher_agrees_with_the_reference_on_the_notices_words() -> None:
     texts = [w for e in default_catalogue().entries.values() for w in e.wordings]
     texts += [e.category for e in default_catalogue().entries.values()]

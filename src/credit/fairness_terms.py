@@ -88,6 +88,7 @@ _PROXY_REQUIRED = frozenset({"label", "proxyFor", "reference", "reason", "terms"
 
 # Separators between the words of a phrase: whitespace, hyphen, underscore and the
 # Unicode dashes U+2010..U+2015 (NFKC leaves most of them as they are).
+_FOUND_KEPT = 16_384  # texts whose answer find keeps (each a few matches at most)
 _SEP = r"[\s\-_\u2010-\u2015]+"
 _SEP_RE = re.compile(_SEP)
 # A term is bounded by characters that are not letters or digits (underscore counts
@@ -309,6 +310,11 @@ class ProhibitedTerms:
     # every run that can begin a term or key, and every pattern's listed words: text
     # with none of them as a run matches nothing
     _openers: frozenset[str] = field(repr=False, compare=False)
+    # what find gave for texts seen lately (the same reason and policy texts recur in
+    # every case); emptied when it holds _FOUND_KEPT texts
+    _found: dict[str, tuple[Match, ...]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @property
     def bases(self) -> tuple[Entry, ...]:
@@ -346,7 +352,21 @@ class ProhibitedTerms:
         return self._pattern_any is not None and self._pattern_any.search(normalised) is not None
 
     def find(self, text: str) -> list[Match]:
-        """Every citation of a basis or proxy in the text, in order of position."""
+        """Every citation of a basis or proxy in the text, in order of position.
+
+        The answer for a text is kept (a bounded store of the latest texts): the
+        commit seam, Equipoise and the guard ask about the same reason, factor and
+        policy texts case after case. A Match is immutable, and each call gets a list
+        of its own."""
+        found = self._found.get(text)
+        if found is None:
+            found = tuple(self._find(text))
+            if len(self._found) >= _FOUND_KEPT:
+                self._found.clear()
+            self._found[text] = found
+        return list(found)
+
+    def _find(self, text: str) -> list[Match]:
         norm = normalise_text(text)
         words = _RUN.findall(norm)
         present = set(words)
