@@ -182,28 +182,38 @@ class Crash(BaseException):
     no step records it as a failure)."""
 
 
-def test_notices_a_crash_left_in_the_outbox_unjournaled_are_journaled_sent_once_a_later_day(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def crashed_at(step: str, store: Store, outbox: DirectoryOutbox, **options: Any) -> None:
+    """A run of 20 cases whose process dies as the notices reach ``step`` (a method
+    of CaseWork)."""
     import credit.casework
 
+    with pytest.MonkeyPatch.context() as patch:
+
+        def crash(*args: Any) -> Any:
+            raise Crash
+
+        patch.setattr(credit.casework.CaseWork, step, crash)
+        with pytest.raises(Crash):
+            Pipeline(store, outbox, **options).run(batch(20))
+
+
+def outbox_files(outbox: DirectoryOutbox) -> dict[str, bytes]:
+    return {
+        p.name.removesuffix(".notice.json"): p.read_bytes()
+        for p in outbox.root.glob("*.notice.json")
+    }
+
+
+def test_notices_a_crash_left_in_the_outbox_unjournaled_are_journaled_sent_once_a_later_day(
+    tmp_path: Path,
+) -> None:
     lines = batch(20)
     outbox = DirectoryOutbox(tmp_path / "outbox")
     clock = FixedClock(dt.datetime(2026, 12, 1, 9, tzinfo=dt.UTC))
     with open_store(f"sqlite:///{tmp_path / 'journal'}.db") as store:
-        with monkeypatch.context() as patch:
-
-            def crash(*args: Any) -> Any:
-                raise Crash
-
-            patch.setattr(credit.casework.CaseWork, "_journal_delivery", crash)
-            with pytest.raises(Crash):
-                Pipeline(store, outbox, clock=clock).run(lines)
+        crashed_at("_journal_delivery", store, outbox, clock=clock)
         verified = store.entries(kinds=["notice.verified"])
-        files = {
-            p.name.removesuffix(".notice.json"): p.read_bytes()
-            for p in outbox.root.glob("*.notice.json")
-        }
+        files = outbox_files(outbox)
         assert verified and not store.entries(kinds=[NOTICE_SENT])
         assert set(files) == {e.case_id for e in verified}  # in the outbox, not journaled
 
@@ -217,38 +227,24 @@ def test_notices_a_crash_left_in_the_outbox_unjournaled_are_journaled_sent_once_
         for entry in sent:
             assert entry.payload["noticeSha256"] == by_case[entry.case_id].payload["noticeSha256"]
             assert entry.payload["noticeDate"] == "2026-12-01"
-        after = {
-            p.name.removesuffix(".notice.json"): p.read_bytes()
-            for p in outbox.root.glob("*.notice.json")
-        }
-        assert after == files  # exactly the bytes verified and sent, untouched
+        assert outbox_files(outbox) == files  # exactly the bytes verified and sent, untouched
         assert store.verify().ok
 
 
 def test_a_crash_before_the_verified_notices_reach_the_outbox_sends_each_on_the_next_run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
-    import credit.casework
-
     lines = batch(20)
     outbox = DirectoryOutbox(tmp_path / "outbox")
     with open_store(f"sqlite:///{tmp_path / 'journal'}.db") as store:
-        with monkeypatch.context() as patch:
-
-            def crash(*args: Any) -> Any:
-                raise Crash
-
-            patch.setattr(credit.casework.CaseWork, "_deliver", crash)
-            with pytest.raises(Crash):
-                Pipeline(store, outbox).run(lines)
+        crashed_at("_deliver", store, outbox)
         first = store.entries(kinds=["notice.verified"])
-        assert first and not list(outbox.root.glob("*.notice.json"))
+        assert first and not outbox_files(outbox)
 
         again = Pipeline(store, outbox).run(lines)
         sent = Counter(e.case_id for e in store.entries(kinds=[NOTICE_SENT]))
         assert set(sent) == {e.case_id for e in first} and set(sent.values()) == {1}
-        files = {p.name.removesuffix(".notice.json") for p in outbox.root.glob("*.notice.json")}
-        assert files == set(sent) and again.notices_sent == len(sent)
+        assert set(outbox_files(outbox)) == set(sent) and again.notices_sent == len(sent)
         assert store.verify().ok
 
 
