@@ -306,45 +306,49 @@ def _scalar(value: Any) -> str:
 
 def _flat(members: Mapping[str, Any]) -> str:
     """An object of scalars, keys sorted."""
-    return "{" + ",".join([f"{_string(k)}:{_scalar(members[k])}" for k in sorted(members)]) + "}"
+    out = []
+    for key in sorted(members):
+        out.append(f"{_string(key)}:{_scalar(members[key])}")
+    return "{" + ",".join(out) + "}"
 
 
 def _strings(members: Mapping[str, str]) -> str:
     """An object of strings, keys sorted."""
-    return "{" + ",".join([f"{_string(k)}:{_string(members[k])}" for k in sorted(members)]) + "}"
+    out = []
+    for key in sorted(members):
+        out.append(f"{_string(key)}:{_string(members[key])}")
+    return "{" + ",".join(out) + "}"
 
 
 def _notice_json(n: Notice) -> str:
     s = _string
-    reasons = ",".join(
-        [
+    reasons = []
+    for r in n.reasons:
+        reasons.append(
             f'{{"category":{s(r.category)},"code":{s(r.code)},"values":{_strings(r.values)}}}'
-            for r in n.reasons
-        ]
-    )
+        )
     return (
         f'{{"caseId":{s(n.case_id)},"catalogueSha256":{s(n.catalogue_sha256)},'
         f'"decision":{s(n.decision)},"format":{s(n.format)},"frameSha256":{s(n.frame_sha256)},'
         f'"noticeDate":{s(n.notice_date.isoformat())},"product":{s(n.product)},'
-        f'"reasons":[{reasons}],"text":{json_string(n.text)}}}'
+        f'"reasons":[{",".join(reasons)}],"text":{json_string(n.text)}}}'
     )
 
 
 def _expectation_json(e: Expectation) -> str:
     s = _string
-    reasons = ",".join([f'{{"code":{s(r.code)},"values":{_strings(r.values)}}}' for r in e.reasons])
+    reasons = []
+    for r in e.reasons:
+        reasons.append(f'{{"code":{s(r.code)},"values":{_strings(r.values)}}}')
     c = e.credit_score
     score = "null"
     if c is not None:
-        factors = ",".join(
-            [
-                f'{{"code":{s(k.code)},"text":{s(k.text)},"value":{s(k.value)}}}'
-                for k in c.key_factors
-            ]
-        )
+        factors = []
+        for k in c.key_factors:
+            factors.append(f'{{"code":{s(k.code)},"text":{s(k.text)},"value":{s(k.value)}}}')
         score = (
             f'{{"bureauAddress":{s(c.bureau_address)},"bureauName":{s(c.bureau_name)},'
-            f'"bureauPhone":{s(c.bureau_phone)},"keyFactors":[{factors}],'
+            f'"bureauPhone":{s(c.bureau_phone)},"keyFactors":[{",".join(factors)}],'
             f'"score":{_scalar(c.score)},"scoreDate":{s(c.score_date.isoformat())},'
             f'"scoreHigh":{_scalar(c.score_high)},"scoreLow":{_scalar(c.score_low)},'
             f'"scoreModel":{_scalar(c.score_model)}}}'
@@ -354,7 +358,7 @@ def _expectation_json(e: Expectation) -> str:
         f'{{"application":{_flat(e.application.to_wire())},"caseId":{s(e.case_id)},'
         f'"creditScore":{score},"decision":{s(e.decision)},"format":{s(e.format)},'
         f'"noticeDate":{s(e.notice_date.isoformat())},"offer":{offer},'
-        f'"product":{s(e.product)},"reasons":[{reasons}]}}'
+        f'"product":{s(e.product)},"reasons":[{",".join(reasons)}]}}'
     )
 
 
