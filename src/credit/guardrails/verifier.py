@@ -223,7 +223,8 @@ class _Subject:
     def paragraph_lines(self, at: int) -> list[str]:
         """The lines of paragraph ``at``: the same strings as :meth:`lines` (a
         paragraph's lines, then an empty line, then the next paragraph's)."""
-        start = sum(p.count("\n") for p in self.paragraphs[:at]) + 2 * at
+        begins = sum(map(len, self.paragraphs[:at])) + 2 * at  # where it begins in the text
+        start = self.notice.text.count("\n", 0, begins)
         return self.lines()[start : start + self.paragraphs[at].count("\n") + 1]
 
     def facts(self) -> list[_Facts]:
