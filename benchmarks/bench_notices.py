@@ -8,11 +8,16 @@ a batch of generated cases (decided, rendered and their expectations built befor
 each verified once, in a few groups, the figure that of the fastest group (so nothing
 the verifier keeps can be an answer it gave for the same notice; what it keeps is what
 recurs across applicants: the frame's lines, the approved wordings filled with the
-same values, the bureau's lines). Its baseline, measured in the same run over the same
-notices, is the floor of reading each notice at all: the SHA-256 of its canonical bytes
-and ``json.loads`` of them (what any consumer of a notice file does before checking
-anything); the ratio says how close to that floor the verifier runs. The goal is
-20,000 notices/s in one process. The
+same values, a reason as stated and what each check found for it, the bureau's lines,
+the frame's plan for a shape of notice). Its baseline, measured in the same run over
+the same notices, is the floor of reading each notice at all: the SHA-256 of its
+canonical bytes and ``json.loads`` of them (what any consumer of a notice file does
+before checking anything); the ratio says how close to that floor the verifier runs.
+The goal is 20,000 notices/s in one process. Two lines under it say where a notice's
+time goes, each part timed over the first group's notices again: hashing the notice
+and the expectation, reading the notice, the clear way that passes a genuine notice's
+checks (with its three largest parts), and each check run in full (what a notice
+that fails a check pays for that check). The
 mutation suite is timed end to end as ``credit mutate`` runs it: deciding the cases,
 rendering and verifying the genuine notices, 18 mutators on each, and the
 meta-mutation (each mutant that fails one check alone verified again with that check
@@ -48,6 +53,7 @@ from credit.batch.notices import process_context, verify_notices  # noqa: E402
 from credit.cases import iter_cases  # noqa: E402
 from credit.examples import generate_cases  # noqa: E402
 from credit.guardrails import VerificationReport, Verifier, expectation_for  # noqa: E402
+from credit.guardrails import verifier as _verifier  # noqa: E402
 from credit.models import parse_case  # noqa: E402
 from credit.notice_format import Expectation, Notice  # noqa: E402
 from credit.notices import NOTICE_DECISIONS, render_notice  # noqa: E402
@@ -111,6 +117,41 @@ def unseen(policy: Policy, verifier: Verifier) -> None:
         f"{len(pairs):,} unseen notices, fastest of {ROUNDS} groups); baseline the floor "
         f"of reading each notice (sha256 + json.loads of its bytes) {floor:,.0f}/s; "
         f"ratio {rate / floor:.2f} of the floor; {rate / GOAL:.2f}x the goal"
+    )
+    parts(verifier, groups[0])
+
+
+def parts(verifier: Verifier, pairs: list[tuple[Notice, Expectation]]) -> None:
+    """Where a notice's time goes: the verifier's parts, each over the same notices
+    (seen now, so what the verifier keeps for them is kept), microseconds a notice."""
+    subjects = [
+        _verifier._read(notice, expectation, verifier.pins) for notice, expectation in pairs
+    ]
+    for subject in subjects:
+        _verifier._clear_way(subject)
+
+    def each(work: Callable[[Any], object], items: list[Any]) -> float:
+        return 1e6 / _fastest([items] * ROUNDS, work)
+
+    figures = {
+        "verify": each(lambda pair: verifier.verify(*pair), pairs),
+        "notice SHA-256": each(lambda pair: pair[0].sha256, pairs),
+        "expectation SHA-256": each(lambda pair: pair[1].sha256, pairs),
+        "reading": each(lambda pair: _verifier._read(pair[0], pair[1], verifier.pins), pairs),
+        "the clear way": each(_verifier._clear_way, subjects),
+        "(its V7": each(_verifier._v7_legal_frame_intact, subjects),
+        "V8's disclosure": each(_verifier._disclosure_problems, subjects),
+        "V8's promise scan)": each(
+            lambda s: verifier.pins.promise_scan.promises_in(s.notice.text, lines=s.lines()),
+            subjects,
+        ),
+    }
+    full = {key: each(check, subjects) for key, check in _verifier._CHECKS.items()}
+    shown = "; ".join(f"{name} {us:.1f}" for name, us in figures.items())
+    print(f"   where the time goes, us a notice (the same notices again): {shown}")
+    print(
+        "   each check in full, as when the clear way cannot pass it (us a notice): "
+        + ", ".join(f"{key} {us:.1f}" for key, us in full.items())
     )
 
 

@@ -98,3 +98,15 @@ def test_dates_are_iso_strings_on_both_paths() -> None:
     assert (
         dumps(when) == reference_dumps(when) == ('{"asOf":"2026-11-30","at":"2026-12-01T09:30:00"}')
     )
+
+
+NOTICE_LIKE = st.text(alphabet=[chr(c) for c in range(0x20, 0x7F)] + ["\n"], max_size=400)
+
+
+@settings(max_examples=600)
+@given(st.one_of(NOTICE_LIKE, st.text(), NOTICE_LIKE.map(lambda t: t + "\x00")))
+def test_a_string_is_written_as_json_writes_it_whatever_its_characters(value: str) -> None:
+    import json
+
+    assert canonical.json_string(value) == json.dumps(value, ensure_ascii=False)
+    assert dumps(value) == canonical.json_string(value)

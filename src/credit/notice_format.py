@@ -21,10 +21,11 @@ here: a notice whose text holds a zero-width space is well-formed and fails chec
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from json.encoder import encode_basestring
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -38,7 +39,7 @@ from pydantic import (
 from pydantic import ValidationError as _ValidationError
 from pydantic.alias_generators import to_camel
 
-from credit.canonical import canonical_bytes, sha256_hex
+from credit.canonical import canonical_bytes, json_string, sha256_hex
 from credit.errors import NoticeError, NoticeInputError
 from credit.models import Application, Case
 
@@ -135,7 +136,7 @@ class Notice(_Wire):
 
     @property
     def reason_codes(self) -> tuple[str, ...]:
-        return tuple(r.code for r in self.reasons)
+        return tuple([r.code for r in self.reasons])
 
     def to_wire(self) -> dict[str, Any]:
         return {
@@ -155,8 +156,8 @@ class Notice(_Wire):
 
     def canonical_bytes(self) -> bytes:
         """The bytes that are hashed, verified and sent: :func:`canonical_bytes` of the
-        wire form."""
-        return canonical_bytes(self.to_wire())
+        wire form (written field by field, see :func:`_written`)."""
+        return _written(self, _notice_json) or canonical_bytes(self.to_wire())
 
     @property
     def sha256(self) -> str:
@@ -220,7 +221,7 @@ class Expectation(_Wire):
 
     @property
     def reason_codes(self) -> tuple[str, ...]:
-        return tuple(r.code for r in self.reasons)
+        return tuple([r.code for r in self.reasons])
 
     def to_wire(self) -> dict[str, Any]:
         wire: dict[str, Any] = {
@@ -254,14 +255,111 @@ class Expectation(_Wire):
         return wire
 
     def canonical_bytes(self) -> bytes:
-        """:func:`canonical_bytes` of the wire form."""
-        return canonical_bytes(self.to_wire())
+        """:func:`canonical_bytes` of the wire form (written field by field, see
+        :func:`_written`)."""
+        return _written(self, _expectation_json) or canonical_bytes(self.to_wire())
 
     @property
     def sha256(self) -> str:
         """Recomputed on every call, from the expectation as it is now (a copy made
         with ``model_copy(update=...)`` has its own)."""
         return sha256_hex(self.canonical_bytes())
+
+
+# ---------------------------------------------------------------- the canonical bytes
+#
+# A notice's and an expectation's canonical bytes are written here from their fields,
+# keys in sorted order, each string by json's string writer (the notice's text by
+# canonical.json_string) and each number as the canonical encoder writes it: the same
+# bytes as canonical_bytes(to_wire()), without building the wire form and encoding it
+# (a hypothesis property checks it over notices and expectations of any text,
+# tests/test_notice_bytes.py). A value of a type the writer does not know (a model built
+# without validation) makes it give up: canonical_bytes writes the whole, or raises.
+
+_Model = TypeVar("_Model")
+_string = encode_basestring  # TypeError for anything but a str
+
+
+def _written(model: _Model, write: Callable[[_Model], str]) -> bytes | None:
+    """The canonical bytes ``write`` gives, or None for a value it does not know (or
+    cannot write: then the canonical encoder says why)."""
+    try:
+        return write(model).encode("utf-8")
+    except Exception:
+        return None
+
+
+def _scalar(value: Any) -> str:
+    """A string, an int, an exact Decimal or None, as the canonical encoder writes it."""
+    kind = type(value)
+    if kind is str:
+        return _string(value)
+    if kind is int:
+        return int.__repr__(value)
+    if kind is Decimal and value.is_finite():
+        text = str(value)  # the digits as they are when it needs no exponent
+        return text if "E" not in text else format(value, "f")
+    if value is None:
+        return "null"
+    raise TypeError(f"not written field by field: {kind.__name__}")
+
+
+def _flat(members: Mapping[str, Any]) -> str:
+    """An object of scalars, keys sorted."""
+    out = []
+    for key in sorted(members):
+        out.append(f"{_string(key)}:{_scalar(members[key])}")
+    return "{" + ",".join(out) + "}"
+
+
+def _strings(members: Mapping[str, str]) -> str:
+    """An object of strings, keys sorted."""
+    out = []
+    for key in sorted(members):
+        out.append(f"{_string(key)}:{_string(members[key])}")
+    return "{" + ",".join(out) + "}"
+
+
+def _notice_json(n: Notice) -> str:
+    s = _string
+    reasons = []
+    for r in n.reasons:
+        reasons.append(
+            f'{{"category":{s(r.category)},"code":{s(r.code)},"values":{_strings(r.values)}}}'
+        )
+    return (
+        f'{{"caseId":{s(n.case_id)},"catalogueSha256":{s(n.catalogue_sha256)},'
+        f'"decision":{s(n.decision)},"format":{s(n.format)},"frameSha256":{s(n.frame_sha256)},'
+        f'"noticeDate":{s(n.notice_date.isoformat())},"product":{s(n.product)},'
+        f'"reasons":[{",".join(reasons)}],"text":{json_string(n.text)}}}'
+    )
+
+
+def _expectation_json(e: Expectation) -> str:
+    s = _string
+    reasons = []
+    for r in e.reasons:
+        reasons.append(f'{{"code":{s(r.code)},"values":{_strings(r.values)}}}')
+    c = e.credit_score
+    score = "null"
+    if c is not None:
+        factors = []
+        for k in c.key_factors:
+            factors.append(f'{{"code":{s(k.code)},"text":{s(k.text)},"value":{s(k.value)}}}')
+        score = (
+            f'{{"bureauAddress":{s(c.bureau_address)},"bureauName":{s(c.bureau_name)},'
+            f'"bureauPhone":{s(c.bureau_phone)},"keyFactors":[{",".join(factors)}],'
+            f'"score":{_scalar(c.score)},"scoreDate":{s(c.score_date.isoformat())},'
+            f'"scoreHigh":{_scalar(c.score_high)},"scoreLow":{_scalar(c.score_low)},'
+            f'"scoreModel":{_scalar(c.score_model)}}}'
+        )
+    offer = "null" if e.offer is None else _flat(e.offer.model_dump(mode="python", by_alias=True))
+    return (
+        f'{{"application":{_flat(e.application.to_wire())},"caseId":{s(e.case_id)},'
+        f'"creditScore":{score},"decision":{s(e.decision)},"format":{s(e.format)},'
+        f'"noticeDate":{s(e.notice_date.isoformat())},"offer":{offer},'
+        f'"product":{s(e.product)},"reasons":[{",".join(reasons)}]}}'
+    )
 
 
 @dataclass(frozen=True, slots=True)

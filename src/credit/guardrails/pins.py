@@ -153,19 +153,22 @@ class Pins:
 
     def kept(self, name: str) -> Kept:
         """The store of answers named ``name`` for this data (see :class:`Kept`)."""
-        return self._stores.setdefault(name, Kept())
+        store = self._stores.get(name)
+        if store is None:
+            store = self._stores[name] = Kept()
+        return store
 
     @cached_property
     def promise_scan(self) -> PromiseScan:
         """The rules' promise patterns, run only where a match could be (check V8)."""
         return PromiseScan(self.rules)
 
-    @property
+    @cached_property
     def frame_sha256(self) -> str | None:
         """The reviewed frame's hash (from the lock), or None without a lock."""
         return self.lock.sha256_of(FRAME) if self.lock else None
 
-    @property
+    @cached_property
     def catalogue_sha256(self) -> str | None:
         return self.lock.sha256_of(CATALOGUE) if self.lock else None
 
