@@ -25,6 +25,7 @@ from typer.testing import CliRunner
 import credit.journal.signer
 import credit.journal.sql
 from credit.cli import COMMANDS, app, common, register_module
+from credit.yamldata import CACHE_DIR_ENV
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "cases.jsonl"
 
@@ -186,16 +187,31 @@ except SystemExit as stop:
 """
 
 
-def test_credit_decide_imports_no_journal_service_or_frame_library(tmp_path: Path) -> None:
+@pytest.fixture
+def parse_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A parse cache of the packaged data of this test's own (see credit.yamldata)."""
+    folder = tmp_path / "parse-cache"
+    monkeypatch.setenv(CACHE_DIR_ENV, str(folder))
+    return folder
+
+
+def test_credit_decide_imports_no_journal_service_or_frame_library(
+    tmp_path: Path, parse_cache: Path
+) -> None:
     one = tmp_path / "one.json"
     one.write_text(EXAMPLES.read_text(encoding="utf-8").splitlines()[0], encoding="utf-8")
+    cold = imported_after(_run_main("decide", str(one)))
+    assert "yaml" in cold and any(parse_cache.iterdir())  # parsed the policy, and kept it
     modules = imported_after(_run_main("decide", str(one)))
     assert "credit.underwriting.engine" in modules  # it did decide
-    assert [m for m in heavy_in(modules) if m not in (*TYPERS_OWN, "yaml")] == []
+    # the policy, the case limits and the bureau formats read from the parse cache
+    assert [m for m in heavy_in(modules) if m not in TYPERS_OWN] == []
     assert not any(m.startswith(("credit.journal", "credit.service")) for m in modules)
 
 
-def test_credit_verify_imports_no_journal_service_or_frame_library(tmp_path: Path) -> None:
+def test_credit_verify_imports_no_journal_service_or_frame_library(
+    tmp_path: Path, parse_cache: Path
+) -> None:
     one = tmp_path / "one.jsonl"
     one.write_text(EXAMPLES.read_text(encoding="utf-8"), encoding="utf-8")
     folder = tmp_path / "notices"
@@ -206,9 +222,12 @@ def test_credit_verify_imports_no_journal_service_or_frame_library(tmp_path: Pat
     )
     notice = sorted(folder.glob("*.notice.json"))[0]
     expect = notice.with_name(notice.name.replace(".notice.json", ".expect.json"))
-    modules = imported_after(_run_main("verify", str(notice), "--expect", str(expect)))
+    verify = _run_main("verify", str(notice), "--expect", str(expect))
+    assert "yaml" in imported_after(verify)  # the first reads the verifier's rules, keeps them
+    modules = imported_after(verify)
     assert "credit.guardrails.verifier" in modules  # it did verify
-    assert [m for m in heavy_in(modules) if m not in (*TYPERS_OWN, "yaml")] == []
+    # the frame, the catalogue, the rules, the formats and the terms from the parse cache
+    assert [m for m in heavy_in(modules) if m not in TYPERS_OWN] == []
     assert not any(m.startswith(("credit.journal", "credit.service")) for m in modules)
 
 
