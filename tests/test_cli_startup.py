@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 
 import credit.journal.signer
 import credit.journal.sql
-from credit.cli import COMMANDS, app, common, register_module
+from credit.cli import COMMANDS, FIRST_COLLECTION_AFTER, app, common, register_module
 from credit.yamldata import CACHE_DIR_ENV
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "cases.jsonl"
@@ -229,6 +229,77 @@ def test_credit_verify_imports_no_journal_service_or_frame_library(
     # the frame, the catalogue, the rules, the formats and the terms from the parse cache
     assert [m for m in heavy_in(modules) if m not in TYPERS_OWN] == []
     assert not any(m.startswith(("credit.journal", "credit.service")) for m in modules)
+
+
+# ---------------------------------------------------------------- the collector
+
+
+def _collector_after(code: str, then: str = "") -> dict[str, object]:
+    """The collector's thresholds once ``code`` and then ``then`` have run in a fresh
+    interpreter, and the passes it made while ``then`` ran."""
+    probe = (
+        "import gc as _gc, json as _json\n"
+        + textwrap.dedent(code)
+        + "\n_passes = _gc.get_stats()[0]['collections']\n"
+        + textwrap.dedent(then)
+        + textwrap.dedent(
+            """
+            print(_json.dumps({"threshold": _gc.get_threshold(),
+                               "collections": _gc.get_stats()[0]["collections"] - _passes}))
+            """
+        )
+    )
+    done = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True)
+    found: dict[str, object] = json.loads(done.stdout.splitlines()[-1])
+    return found
+
+
+DEFAULT_THRESHOLD = [700, 10, 10]  # CPython's own
+DEFERRED = [FIRST_COLLECTION_AFTER, *DEFAULT_THRESHOLD[1:]]
+
+
+def test_the_command_line_puts_off_the_collector_s_first_pass_then_collects_as_before() -> None:
+    make = "kept = [[] for _ in range({})]"
+    # 50,000 objects: some 70 passes in a plain interpreter, none once credit.cli is in
+    assert _collector_after("", make.format(50_000))["collections"] >= 50
+    assert _collector_after("import credit.cli", make.format(50_000)) == {
+        "threshold": DEFERRED,
+        "collections": 0,
+    }
+    # the first pass, asked for or due, puts the thresholds back: passes as before
+    assert _collector_after("import credit.cli", "import gc; gc.collect()")["threshold"] == (
+        DEFAULT_THRESHOLD
+    )
+    made = _collector_after("import credit.cli", make.format(FIRST_COLLECTION_AFTER + 10_000))
+    assert made["threshold"] == DEFAULT_THRESHOLD
+    assert isinstance(made["collections"], int) and made["collections"] >= 10
+
+
+def test_a_collector_switched_off_or_waiting_longer_is_left_alone() -> None:
+    off = _collector_after("import gc; gc.disable(); import credit.cli", "assert not gc.callbacks")
+    assert off["threshold"] == DEFAULT_THRESHOLD
+    longer = _collector_after("import gc; gc.set_threshold(500_000); import credit.cli")
+    assert longer["threshold"] == [500_000, 10, 10]
+
+
+def test_decide_and_verify_start_without_a_pass_of_the_collector(
+    tmp_path: Path, parse_cache: Path
+) -> None:
+    """Their start (typer, pydantic, the core, the data) stays under the first pass: the
+    thresholds are still put off when they are done (the pass would have restored them)."""
+    one = tmp_path / "one.json"
+    one.write_text(EXAMPLES.read_text(encoding="utf-8").splitlines()[0], encoding="utf-8")
+    folder = tmp_path / "notices"
+    subprocess.run(
+        [sys.executable, "-c", _run_main("notice", str(EXAMPLES), "--out", str(folder))],
+        check=True,
+        capture_output=True,
+    )
+    notice = sorted(folder.glob("*.notice.json"))[0]
+    expect = notice.with_name(notice.name.replace(".notice.json", ".expect.json"))
+    for args in (["decide", str(one)], ["verify", str(notice), "--expect", str(expect)]):
+        imported_after(_run_main(*args))  # the parse cache kept the data they read
+        assert _collector_after(_run_main(*args))["threshold"] == DEFERRED, args
 
 
 def test_the_journal_names_the_help_states_are_the_journal_s_own() -> None:
