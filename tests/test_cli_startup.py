@@ -19,9 +19,12 @@ from pathlib import Path
 import grimp
 import pytest
 import typer
-from typer.main import get_group
+from typer._click import Context
+from typer.core import TyperGroup
+from typer.main import get_command, get_group
 from typer.testing import CliRunner
 
+import credit.cli as cli_app
 import credit.journal.signer
 import credit.journal.sql
 from credit.cli import COMMANDS, FIRST_COLLECTION_AFTER, app, common, register_module
@@ -140,6 +143,40 @@ def test_the_command_table_names_every_command_of_every_module_and_its_module() 
         for m in cli_imports()
         if m.count(".") == 2 and m.rsplit(".", 1)[1] not in ("common", "tables", "__main__")
     }
+
+
+def test_a_command_is_built_alone_not_with_the_other_commands_of_its_module() -> None:
+    """Running ``credit verify`` reads verify's parameters, not notice's, mutate's and
+    lock's: each command of a module is built when it is asked for."""
+    group = get_command(app)
+    assert isinstance(group, TyperGroup) and group.commands == {}
+    context = Context(group)
+    verify = group.get_command(context, "verify")
+    assert verify is not None and verify.name == "verify"
+    assert set(group.commands) == {"verify"}
+    journal = group.get_command(context, "journal")  # a group of commands, built alone too
+    assert journal is not None and set(group.commands) == {"verify", "journal"}
+    assert group.get_command(context, "decide") is not None  # a command named by its function
+    assert set(group.commands) == {"verify", "journal", "decide"}
+    assert group.get_command(context, "frobnicate") is None
+
+
+def test_a_registered_command_is_known_by_the_name_typer_gives_it() -> None:
+    """What picks the one command to build names each as typer does (its own name, else
+    its function's, lower case with dashes): for every command of every module and for
+    a function whose name typer changes."""
+    commands = typer.Typer()
+    commands.callback()(lambda: None)
+    for name in dict.fromkeys(COMMANDS.values()):
+        register_module(name, commands)
+
+    def Make_Some_Thing() -> None:  # a name typer changes
+        """A command named by its function."""
+
+    commands.command()(Make_Some_Thing)
+    built = [c for c in get_group(commands).commands.values() if not isinstance(c, TyperGroup)]
+    named = [cli_app._command_name(info) for info in commands.registered_commands]
+    assert named == [c.name for c in built] and "make-some-thing" in named
 
 
 def test_a_command_the_table_does_not_name_is_refused_as_before() -> None:

@@ -75,6 +75,7 @@ from credit.cli.common import EXIT_BAD_INPUT, EXIT_FAILED, STATE, err, escape  #
 
 if TYPE_CHECKING:
     from typer._click import Command, Context
+    from typer.models import CommandInfo
 
 __all__ = ["COMMANDS", "app", "main"]
 
@@ -126,19 +127,41 @@ def register_module(name: str, app: typer.Typer) -> None:
 class _Commands(TyperGroup):
     """The ``credit`` group: each command built from its module on first use."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._registered: dict[str, typer.Typer] = {}  # each module's commands, registered
+
     def list_commands(self, ctx: Context) -> list[str]:
         return list(COMMANDS)
 
     def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
         name = COMMANDS.get(cmd_name)
         if name is not None and cmd_name not in self.commands:
+            registered = self._registered.get(name)
+            if registered is None:
+                registered = self._registered[name] = typer.Typer()
+                register_module(name, registered)
+            # only the command asked for is built (its parameters read), not the module's
+            # others: each is built when it is asked for
             commands = typer.Typer(rich_markup_mode=None)
             commands.callback()(_no_options)  # a group, even of one command
-            register_module(name, commands)
+            commands.registered_commands = [
+                c for c in registered.registered_commands if _command_name(c) == cmd_name
+            ]
+            commands.registered_groups = [
+                g for g in registered.registered_groups if g.name == cmd_name
+            ]
             built = typer.main.get_group(commands)
             for command_name, command in built.commands.items():
                 self.commands.setdefault(command_name, command)
         return self.commands.get(cmd_name)
+
+
+def _command_name(info: CommandInfo) -> str | None:
+    """The name typer gives a registered command: its own, else its function's."""
+    if info.name:
+        return info.name
+    return typer.main.get_command_name(info.callback.__name__) if info.callback else None
 
 
 def _no_options() -> None:
