@@ -17,11 +17,13 @@ import errno
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import textwrap
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,6 +38,7 @@ from credit.errors import PolicyError
 DATA = Path(yamldata.__file__).resolve().parent / "data"
 GOVERNED = sorted(DATA.rglob("*.yaml"))
 PARSE = yamldata._parse_strictly  # the strict loader itself (a test may count its calls)
+COMPILE = re.compile  # re.compile itself (a test may count its calls)
 
 
 def same(a: Any, b: Any) -> bool:
@@ -462,3 +465,259 @@ def test_the_entry_key_is_the_sha256_of_the_fingerprint_and_the_file(
     assert yamldata._cache_key(path, raw) == (
         hashlib.sha256(fingerprint + hashlib.sha256(raw).digest()).hexdigest()
     )
+
+
+# ---------------------------------------------------------------- the pattern store
+
+
+@pytest.fixture
+def store(cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A pattern store of this test's own, empty, read as a new process reads it; saved
+    only when the test says (no handler at exit)."""
+    for name, value in (
+        ("_store", None),
+        ("_store_key", None),
+        ("_store_used", set()),
+        ("_store_added", True),
+    ):
+        monkeypatch.setattr(yamldata, name, value)
+    return cache
+
+
+def _new_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Save the store as the process would at its end; read it again as the next one."""
+    yamldata._save_patterns()
+    monkeypatch.setattr(yamldata, "_store", None)
+    monkeypatch.setattr(yamldata, "_store_used", set())
+
+
+@pytest.fixture
+def compiles(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+    """The patterns the store had no program for (compiled by re.compile)."""
+    seen: list[tuple[str, int]] = []
+    real = COMPILE
+
+    def counted(source: Any, flags: Any = 0) -> Any:
+        seen.append((source, int(flags)))
+        return real(source, flags)
+
+    monkeypatch.setattr(yamldata.re, "compile", counted)
+    return seen
+
+
+def _same_pattern(kept: re.Pattern[str], compiled: re.Pattern[str]) -> bool:
+    """Equal (CPython compares flags, text and code), and the same groups."""
+    return (
+        kept == compiled
+        and kept.flags == compiled.flags
+        and kept.groups == compiled.groups
+        and dict(kept.groupindex) == dict(compiled.groupindex)
+    )
+
+
+def test_every_pattern_the_data_states_is_made_from_its_kept_program_as_re_compile_makes_it(
+    store: Path, monkeypatch: pytest.MonkeyPatch, compiles: list[tuple[str, int]]
+) -> None:
+    from credit.guardrails.pins import load_pins
+    from credit.guardrails.promise_scan import PromiseScan
+
+    def everything() -> Any:
+        pins = load_pins()
+        return pins, pins.bureau_lines, PromiseScan(pins.rules)
+
+    cold, cold_lines, cold_scan = everything()
+    stated = list(yamldata._patterns() or {})
+    assert len(stated) >= 30 and set(stated) <= set(compiles)  # (and PyYAML's own)
+    _new_process(monkeypatch)
+    compiles.clear()
+    warm, warm_lines, warm_scan = everything()
+    assert compiles == []  # every one from its kept program
+    for source, flags in stated:
+        assert _same_pattern(yamldata.compile_pattern(source, flags), COMPILE(source, flags))
+    assert warm == cold and warm_lines == cold_lines  # the data compares its patterns
+    assert (warm_scan.cuts, warm_scan.literals) == (cold_scan.cuts, cold_scan.literals)
+
+
+def test_the_verifier_reports_the_same_from_kept_programs(
+    store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from credit.guardrails.pins import load_pins
+    from credit.guardrails.verifier import Verifier
+    from notice_helpers import GOLDEN_IDS, notice_and_expectation, replace_once
+
+    pairs = [notice_and_expectation(case) for case in GOLDEN_IDS]
+    notice, expectation = pairs[0]
+    pairs.append((replace_once(notice, "\n", "\nWe guarantee approval next time.\n"), expectation))
+    compiled = [Verifier(load_pins()).verify(n, x).to_wire() for n, x in pairs]
+    _new_process(monkeypatch)
+    kept = [Verifier(load_pins()).verify(n, x).to_wire() for n, x in pairs]
+    assert kept == compiled and not compiled[-1]["passed"]
+
+
+_REGEX_ATOMS = st.sampled_from(
+    [
+        "a",
+        "bc",
+        r"\.",
+        ".",
+        r"\w+",
+        r"\W",
+        r"\s*",
+        r"\d{2,4}",
+        r"\b",
+        r"\B",
+        "[a-z]",
+        "[^0-9]",
+        r"[\u00e9-\u00ff]",
+        "é",
+        "(x)",
+        "(?P<n>y)",
+        "(?:z|w)",
+        "(?=q)",
+        "(?<!r)",
+        "(?<=st)",
+        "^",
+        "$",
+        "a*?",
+        "(?>ab)",
+        "b++",
+        "(",
+        ")",
+        "[",
+        "*",
+        r"\1",
+        "(?P=n)",
+        "(?i:k)",
+        "(?s)",
+        "(?x)",
+    ]
+)
+_REGEX_FLAGS = st.sampled_from(
+    [0, re.IGNORECASE, re.MULTILINE | re.DOTALL, re.ASCII, re.VERBOSE, re.IGNORECASE | re.ASCII]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_REGEX_ATOMS, min_size=1, max_size=8), _REGEX_FLAGS)
+def test_any_pattern_from_a_kept_program_is_the_one_re_compile_makes(
+    atoms: list[str], flags: int
+) -> None:
+    source = "".join(atoms)
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        try:
+            compiled: re.Pattern[str] | None = COMPILE(source, flags)
+            refused = None
+        except re.error as err:
+            compiled, refused = None, str(err)
+    said = [str(w.message) for w in warned]
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        _cache_dir(Path(tmp)),
+        pytest.MonkeyPatch.context() as mp,
+    ):
+        for name, value in (("_store", None), ("_store_used", set()), ("_store_added", True)):
+            mp.setattr(yamldata, name, value)
+        for _ in range(2):  # compiled and kept; then from the kept program
+            mp.setattr(re, "_cache", {})  # re's own, within a process
+            with warnings.catch_warnings(record=True) as again:
+                warnings.simplefilter("always")
+                if compiled is None:
+                    with pytest.raises(re.error) as stated:
+                        yamldata.compile_pattern(source, flags)
+                    assert str(stated.value) == refused
+                else:
+                    kept = yamldata.compile_pattern(source, flags)
+            assert [str(w.message) for w in again] == said  # the same warnings, once
+            if compiled is not None:
+                assert _same_pattern(kept, compiled)
+                for text in ("", "abc xyz", "bc.ee 1234 y", "ÉÉé q st rk", source):
+                    assert [m.span() for m in kept.finditer(text)] == [
+                        m.span() for m in compiled.finditer(text)
+                    ]
+            _new_process(mp)
+        held = yamldata._patterns() or {}
+        assert ((source, int(flags)) in held) == (compiled is not None and not said)
+
+
+def test_a_corrupt_store_is_ignored_and_written_whole_again(
+    store: Path, monkeypatch: pytest.MonkeyPatch, compiles: list[tuple[str, int]]
+) -> None:
+    yamldata.compile_pattern(r"\bapprov\w*", re.IGNORECASE)
+    _new_process(monkeypatch)
+    (entry,) = store.glob("*.re-programs")
+    blob = entry.read_bytes()
+    entry.write_bytes(blob[:-5] + bytes(b ^ 0xFF for b in blob[-5:]))
+    compiles.clear()
+    kept = yamldata.compile_pattern(r"\bapprov\w*", re.IGNORECASE)
+    assert compiles == [(r"\bapprov\w*", int(re.IGNORECASE))]  # not read: compiled
+    assert _same_pattern(kept, COMPILE(r"\bapprov\w*", re.IGNORECASE))
+    _new_process(monkeypatch)
+    compiles.clear()
+    yamldata.compile_pattern(r"\bapprov\w*", re.IGNORECASE)
+    assert compiles == []  # the entry written whole again
+
+
+def test_a_kept_program_the_engine_refuses_is_compiled_anew(
+    store: Path, monkeypatch: pytest.MonkeyPatch, compiles: list[tuple[str, int]]
+) -> None:
+    """A sound entry holding a program this engine will not run (a bug, a forgery that
+    got past the digest): the pattern is compiled by re.compile, never run from it."""
+    yamldata.compile_pattern("guarantee")
+    key = yamldata._store_key
+    assert key is not None
+    bogus = {("guarantee", 0): (32, [1, 2, 3], 0, {}, (None,))}
+    yamldata._cache_write(key, bogus, "re-programs")
+    monkeypatch.setattr(yamldata, "_store", None)
+    compiles.clear()
+    pattern = yamldata.compile_pattern("guarantee")
+    assert compiles == [("guarantee", 0)] and _same_pattern(pattern, COMPILE("guarantee"))
+
+
+def test_another_interpreter_reads_another_store(
+    store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    yamldata._patterns()
+    mine = yamldata._store_key
+    monkeypatch.setattr(yamldata, "_store", None)
+    monkeypatch.setattr(yamldata.sys, "version", sys.version + " (another build)")
+    yamldata._patterns()
+    assert yamldata._store_key not in (None, mine)
+
+
+def test_the_store_keeps_at_most_its_bound_then_only_what_the_process_used(
+    store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(yamldata, "_PATTERNS_KEPT", 5)
+    for n in range(4):
+        yamldata.compile_pattern(f"old{n}")
+    _new_process(monkeypatch)
+    for n in range(3):
+        yamldata.compile_pattern(f"new{n}")
+    yamldata.compile_pattern("old0")
+    _new_process(monkeypatch)
+    assert sorted(yamldata._patterns() or {}) == [
+        ("new0", 0),
+        ("new1", 0),
+        ("new2", 0),
+        ("old0", 0),
+    ]
+
+
+def test_no_store_without_a_cache_folder_or_the_engine_s_internals(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, compiles: list[tuple[str, int]]
+) -> None:
+    monkeypatch.setattr(yamldata, "_store", None)
+    monkeypatch.setenv(yamldata.CACHE_DIR_ENV, "")
+    assert yamldata._patterns() is None
+    assert yamldata.compile_pattern("a+b") == COMPILE("a+b")
+    monkeypatch.setenv(yamldata.CACHE_DIR_ENV, str(tmp_path))
+    monkeypatch.setattr(yamldata, "_engine", lambda: None)
+    assert yamldata._patterns() is None
+    assert yamldata.compile_pattern("a+b") == COMPILE("a+b")
+    assert compiles == [("a+b", 0), ("a+b", 0)] and list(tmp_path.iterdir()) == []
+    # DEBUG prints what it compiles: never from the store
+    monkeypatch.undo()
+    monkeypatch.setenv(yamldata.CACHE_DIR_ENV, str(tmp_path))
+    monkeypatch.setattr(yamldata, "_store", None)
+    assert yamldata._STORABLE_FLAGS & re.DEBUG == 0
