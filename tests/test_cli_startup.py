@@ -319,6 +319,29 @@ def test_a_collector_switched_off_or_waiting_longer_is_left_alone() -> None:
     assert longer["threshold"] == [500_000, 10, 10]
 
 
+def test_a_command_leaves_its_objects_out_of_the_interpreter_s_last_collection() -> None:
+    """At exit the command's objects are frozen out of the collector (the interpreter's
+    last passes would walk them all only to free memory the process hands back)."""
+    probe = textwrap.dedent(
+        """
+        import atexit, gc, sys
+        # registered first, so it runs last: after the command line's own exit handler
+        atexit.register(lambda: sys.stderr.write(f"frozen {gc.get_freeze_count()}\\n"))
+        sys.argv = ["credit", "--help"]
+        from credit.cli import main
+        try:
+            main()
+        except SystemExit as stop:
+            assert not stop.code, stop.code
+        assert gc.get_freeze_count() == 0  # not before the process ends
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True)
+    assert done.stdout.startswith("Usage: credit")
+    frozen = int(done.stderr.split("frozen ")[1])
+    assert frozen > 10_000  # typer's, the command line's and every module's objects
+
+
 def test_decide_and_verify_start_without_a_pass_of_the_collector(
     tmp_path: Path, parse_cache: Path
 ) -> None:
