@@ -145,6 +145,27 @@ def test_an_edited_file_is_parsed_again_never_read_from_its_old_entry(
     assert yamldata.load_yaml(path) == before and parses == [path, path]
 
 
+def test_the_drift_check_sees_an_edited_data_file_however_warm_the_cache(
+    cache: Path, own_data: Path, parses: list[Path]
+) -> None:
+    """The lock's drift check (V7) hashes the files' own bytes on every load: a file
+    edited after its parse was kept is drift, and read anew."""
+    from credit.guardrails.lock import DataSources
+    from credit.guardrails.pins import load_pins
+
+    sources = DataSources.in_directory(own_data)
+    assert load_pins(sources).drift == ()
+    assert load_pins(sources).drift == () and len(set(parses)) == len(parses)  # all kept
+    catalogue = own_data / "reasons.yaml"
+    catalogue.write_text(
+        catalogue.read_text(encoding="utf-8").replace('version: "', 'version: "edited-', 1),
+        encoding="utf-8",
+    )
+    edited = load_pins(sources)
+    assert "reasons.yaml" in edited.drift and edited.catalogue.version.startswith("edited-")
+    assert parses[-1] == catalogue
+
+
 def test_another_loader_or_another_pyyaml_is_another_key(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
