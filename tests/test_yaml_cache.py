@@ -431,6 +431,10 @@ def test_the_default_folder_is_the_user_s_cache(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", "/home/someone")
     assert yamldata.cache_dir() == Path("/home/someone/.cache/credit")
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")  # ignored, as the XDG rules say
+    assert yamldata.cache_dir() == Path("/home/someone/.cache/credit")
+    monkeypatch.setattr(yamldata.os.path, "expanduser", lambda path: path)  # no home at all
+    assert yamldata.cache_dir() is None  # never a folder relative to where it runs
 
 
 def test_a_value_marshal_cannot_hold_is_parsed_every_time(

@@ -173,12 +173,17 @@ _fingerprint: bytes | None = None
 
 
 def cache_dir() -> Path | None:
-    """The folder of the parse cache: $CREDIT_CACHE_DIR (empty: no cache), else
-    $XDG_CACHE_HOME/credit, else ~/.cache/credit."""
+    """The folder of the start-up cache: $CREDIT_CACHE_DIR (empty: no cache), else
+    $XDG_CACHE_HOME/credit, else ~/.cache/credit (none without a home to put it in)."""
     chosen = os.environ.get(CACHE_DIR_ENV)
     if chosen is not None:
         return Path(chosen) if chosen.strip() else None
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):  # unset, or relative (which the XDG rules ignore)
+        home = os.path.expanduser("~")
+        if not os.path.isabs(home):
+            return None
+        base = os.path.join(home, ".cache")
     return Path(base) / "credit"
 
 
