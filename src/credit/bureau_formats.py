@@ -32,14 +32,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from credit.errors import PolicyError
-from credit.yamldata import (
-    compile_pattern,
-    expect_keys,
-    load_yaml,
-    read_source,
-    read_str,
-    versioned,
-)
+from credit.yamldata import expect_keys, load_yaml, read_source, read_str, versioned
 
 __all__ = [
     "FIELDS",
@@ -168,7 +161,7 @@ class BureauFormats:
 
 def _compile(source: str, *, file: str, key: str) -> re.Pattern[str]:
     try:
-        compiled = compile_pattern(source)
+        compiled = re.compile(source)
     except re.error as err:
         raise PolicyError(f"not a valid pattern: {err}", file=file, key=key) from None
     if compiled.groups:
@@ -226,7 +219,7 @@ def _key_factor(code: Any, body: Any, *, file: str) -> KeyFactorFormat:
         units=dict(units),
         example=read_str(data["example"], file=file, key=f"{prefix}.example"),
         reference=read_str(data["reference"], file=file, key=f"{prefix}.reference"),
-        pattern=compile_pattern(shape),
+        pattern=re.compile(shape),
     )
     if fmt.pattern.fullmatch(fmt.example) is None:
         raise PolicyError(

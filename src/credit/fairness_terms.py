@@ -44,14 +44,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from credit.errors import PolicyError
-from credit.yamldata import (
-    compile_pattern,
-    expect_keys,
-    load_yaml,
-    read_source,
-    read_str,
-    versioned,
-)
+from credit.yamldata import expect_keys, load_yaml, read_source, read_str, versioned
 
 __all__ = [
     "REQUIRED_BASES",
@@ -137,7 +130,7 @@ _RUN = re.compile(r"[^\W_]+")
 def _gap_pattern(gap: str) -> re.Pattern[str]:
     """What may stand in the text between two runs of a term: a space of the term is
     any run of separators, any other character stands for itself ("driver's")."""
-    return compile_pattern(_SEP.join(re.escape(piece) for piece in gap.split(" ")))
+    return re.compile(_SEP.join(re.escape(piece) for piece in gap.split(" ")))
 
 
 @dataclass(frozen=True, slots=True)
@@ -557,7 +550,7 @@ class _Builder:
                     )
             source = read_str(data["pattern"], file=file, key=f"{key}.pattern")
             try:
-                compiled = compile_pattern(f"{_BEFORE}(?:{source}){_AFTER}")
+                compiled = re.compile(f"{_BEFORE}(?:{source}){_AFTER}")
             except re.error as err:
                 raise PolicyError(
                     f"not a valid pattern: {err}", file=file, key=f"{key}.pattern"
@@ -644,7 +637,7 @@ def load_prohibited_terms(path: Path | str) -> ProhibitedTerms:
         _exempt_index=_PhraseIndex(builder.exempt),
         _patterns=patterns,
         _pattern_any=(
-            compile_pattern("|".join(f"(?:{p.compiled.pattern})" for _, p in patterns))
+            re.compile("|".join(f"(?:{p.compiled.pattern})" for _, p in patterns))
             if patterns
             else None
         ),

@@ -4,13 +4,6 @@ The loader refuses to guess: duplicate keys are errors, no value is silently tur
 into a float (``45.0`` stays the text "45.0", read later as an exact Decimal) and no
 date is parsed implicitly (dates are checked where they are read, so a bad date is an
 error that names its key).
-
-What loading costs at a command's start is kept between processes, in the user's cache
-folder ($CREDIT_CACHE_DIR): the parse of each packaged data file (:func:`load_yaml`,
-keyed by the SHA-256 of the file, this module and PyYAML, so PyYAML is not even
-imported when every file's parse is kept) and the compiled programs of the patterns the
-data states (:func:`compile_pattern`, keyed by the interpreter). Both are described
-where they are defined below.
 """
 
 from __future__ import annotations
@@ -35,7 +28,6 @@ __all__ = [
     "CACHE_DIR_ENV",
     "Versioned",
     "cache_dir",
-    "compile_pattern",
     "expect_keys",
     "load_yaml",
     "read_date",
@@ -230,13 +222,13 @@ def _cache_key(path: Path, raw: bytes) -> str | None:
     return hashlib.sha256(fingerprint + hashlib.sha256(raw).digest()).hexdigest()
 
 
-def _cache_read(key: str, kind: str = "yaml-parse") -> tuple[bool, Any]:
-    """(True, the value) from a sound entry, else (False, None)."""
+def _cache_read(key: str) -> tuple[bool, Any]:
+    """(True, the parse) from a sound entry, else (False, None)."""
     folder = cache_dir()
     if folder is None:
         return False, None
     try:
-        blob = (folder / f"{key}.{kind}").read_bytes()
+        blob = (folder / f"{key}.yaml-parse").read_bytes()
     except OSError:
         return False, None
     head = _CACHE_FORMAT + key.encode("ascii")
@@ -251,7 +243,7 @@ def _cache_read(key: str, kind: str = "yaml-parse") -> tuple[bool, Any]:
         return False, None
 
 
-def _cache_write(key: str, doc: Any, kind: str = "yaml-parse") -> None:
+def _cache_write(key: str, doc: Any) -> None:
     """Keep ``doc`` as the entry ``key`` if it can (else nothing: no error)."""
     folder = cache_dir()
     if folder is None:
@@ -261,7 +253,7 @@ def _cache_write(key: str, doc: Any, kind: str = "yaml-parse") -> None:
     except ValueError:
         return  # a value marshal does not hold (an explicitly tagged date): not cached
     blob = _CACHE_FORMAT + key.encode("ascii") + hashlib.sha256(body).digest() + body
-    final = folder / f"{key}.{kind}"
+    final = folder / f"{key}.yaml-parse"
     temporary = folder / f".{key}.{os.getpid()}.{id(blob):x}.tmp"
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -274,141 +266,6 @@ def _cache_write(key: str, doc: Any, kind: str = "yaml-parse") -> None:
     finally:
         with contextlib.suppress(OSError):  # not renamed into place: nothing is left
             temporary.unlink(missing_ok=True)
-
-
-# ---------------------------------------------------------------- the pattern store
-#
-# The patterns the data states (the verifier's phrases and promise patterns, the
-# prohibited terms' patterns, the bureau formats, the disclosure lines built from the
-# frame) are compiled at the start of a command: re's compiler is Python, and these are
-# most of what is left of loading the data once its parse is cached. What it makes of a
-# pattern (the program CPython's regular expression engine runs: flags, code, groups)
-# depends only on the pattern, its flags and the interpreter, so the programs are kept
-# in one entry per interpreter (keyed by the SHA-256 of its exact version and engine),
-# beside the parse cache and checked the same way (header, key, digest). A Pattern made
-# from a kept program is the one re.compile makes (equal: Pattern equality compares the
-# code; tests/test_yaml_cache.py checks every pattern the data gives). A pattern the
-# store does not hold is compiled by re.compile (its errors and warnings are
-# re.compile's), and added to the entry when the process ends; the entry keeps at most
-# _PATTERNS_KEPT programs (when it would hold more, only those the process used). No
-# store without the engine's internals (re._parser, re._compiler, _sre) as this
-# interpreter has them.
-
-_PATTERNS_KEPT: Final = 2048
-# flags a kept program may have been compiled with (not DEBUG, which prints, nor TEMPLATE)
-_STORABLE_FLAGS: Final = int(
-    re.IGNORECASE | re.LOCALE | re.MULTILINE | re.DOTALL | re.UNICODE | re.VERBOSE | re.ASCII
-)
-# What re's parser warns about (a possible nested set, set operation or set difference;
-# a conditional group's name): a pattern holding any of these is never kept, so that it
-# is parsed by re.compile alone and warns as it did (once, where re.compile is called).
-_MAY_WARN: Final = ("[[", "--", "&&", "~~", "||", "(?(")
-_Program = tuple[int, list[int], int, dict[str, int], tuple[str | None, ...]]
-_store: dict[tuple[str, int], _Program] | None = None  # the programs read, and added
-_store_key: str | None = None
-_store_used: set[tuple[str, int]] = set()
-_store_added = False
-
-
-def _engine() -> tuple[Any, Any, Any] | None:
-    """re's parser and compiler and the engine, or None if this interpreter lacks one."""
-    try:
-        import _sre  # type: ignore[import-not-found,unused-ignore]
-        from re import _compiler, _parser  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
-        return None
-    if not all(
-        hasattr(m, a)
-        for m, a in ((_parser, "parse"), (_compiler, "_code"), (_sre, "compile"), (_sre, "MAGIC"))
-    ):
-        return None
-    return _parser, _compiler, _sre
-
-
-def _patterns() -> dict[tuple[str, int], _Program] | None:
-    """The pattern store (read once per process), or None when there is none."""
-    global _store, _store_key
-    if _store is None:
-        engine = _engine()
-        if engine is None or cache_dir() is None:
-            return None
-        sre = engine[2]
-        interpreter = (
-            f"{sys.version}|{sys.implementation.cache_tag}|{sre.MAGIC}|{sre.CODESIZE}|"
-            f"{marshal.version}"
-        )
-        _store_key = hashlib.sha256(_CACHE_FORMAT + interpreter.encode()).hexdigest()
-        found, programs = _cache_read(_store_key, "re-programs")
-        _store = programs if found and isinstance(programs, dict) else {}
-    return _store
-
-
-def _program(source: str, flags: int) -> _Program:
-    """What re's compiler makes of ``source`` (as re._compiler.compile does, to the
-    arguments it gives the engine)."""
-    engine = _engine()
-    assert engine is not None
-    parser, compiler, _ = engine
-    parsed = parser.parse(source, flags)
-    code = [int(op) for op in compiler._code(parsed, flags)]
-    groupindex = dict(parsed.state.groupdict)
-    indexgroup: list[str | None] = [None] * parsed.state.groups
-    for name, index in groupindex.items():
-        indexgroup[index] = name
-    return (
-        int(flags | parsed.state.flags),
-        code,
-        parsed.state.groups - 1,
-        groupindex,
-        tuple(indexgroup),
-    )
-
-
-def compile_pattern(source: str, flags: int = 0) -> re.Pattern[str]:
-    """``re.compile(source, flags)``: from the program kept in the pattern store when it
-    holds one, else compiled (and kept when the process ends)."""
-    global _store_added
-    flags = int(flags)
-    store = _patterns() if not flags & ~_STORABLE_FLAGS else None
-    if store is None:
-        return re.compile(source, flags)
-    key = (source, flags)
-    program = store.get(key)
-    if program is not None:
-        engine = _engine()
-        try:
-            assert engine is not None
-            pattern: re.Pattern[str] = engine[2].compile(source, *program)
-        except Exception:  # a program the engine refuses: compiled below, kept anew
-            store.pop(key, None)
-        else:
-            _store_used.add(key)
-            return pattern
-    pattern = re.compile(source, flags)
-    if any(mark in source for mark in _MAY_WARN):
-        return pattern  # re's parser may warn about it: compiled each time, as before
-    store[key] = _program(source, flags)
-    _store_used.add(key)
-    if not _store_added:
-        _store_added = True
-        import atexit
-
-        atexit.register(_save_patterns)
-    return pattern
-
-
-def _save_patterns() -> None:
-    """Add this process's programs to the store's entry (what another process added
-    since is kept too), at most _PATTERNS_KEPT of them."""
-    if _store is None or _store_key is None:
-        return
-    found, on_disk = _cache_read(_store_key, "re-programs")
-    merged = dict(on_disk) if found and isinstance(on_disk, dict) else {}
-    merged.update(_store)
-    if len(merged) > _PATTERNS_KEPT:
-        merged = {k: v for k, v in merged.items() if k in _store_used}
-        merged = dict(list(merged.items())[:_PATTERNS_KEPT])
-    _cache_write(_store_key, merged, "re-programs")
 
 
 def read_source(path: Path | str, text: str | None = None) -> tuple[str, bytes]:

@@ -29,7 +29,6 @@ from credit.guardrails.lock import (
 from credit.guardrails.promise_scan import PromiseScan
 from credit.guardrails.rules import VerifierRules, load_rules
 from credit.legal_frame import LegalFrame, load_frame
-from credit.yamldata import compile_pattern
 
 __all__ = [
     "BUREAU_PLACEHOLDERS",
@@ -75,7 +74,7 @@ def _line_pattern(template: str, values: Mapping[str, str]) -> re.Pattern[str]:
         parts += [re.escape(template[at : m.start()]), f"(?:{values.get(m.group(1), '.*')})"]
         at = m.end()
     parts.append(re.escape(template[at:]))
-    return compile_pattern("".join(parts))
+    return re.compile("".join(parts))
 
 
 _KEEP = 16_384  # answers kept per store; emptied when full

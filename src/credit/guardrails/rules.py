@@ -17,7 +17,6 @@ from pydantic import BaseModel, ConfigDict
 
 from credit.errors import PolicyError
 from credit.yamldata import (
-    compile_pattern,
     expect_keys,
     load_yaml,
     read_int,
@@ -137,7 +136,7 @@ def load_rules(path: Path | str) -> VerifierRules:
         if phrase in phrases:
             raise PolicyError(f"phrase {phrase!r} is listed twice", file=file, key=key)
         phrases.append(phrase)
-    generic = compile_pattern(rf"(?<![^\W_])(?:{_alternation(phrases)})(?![^\W_])")
+    generic = re.compile(rf"(?<![^\W_])(?:{_alternation(phrases)})(?![^\W_])")
     pp = expect_keys(
         doc["promisePatterns"],
         required={"reference", "patterns"},
@@ -156,7 +155,7 @@ def load_rules(path: Path | str) -> VerifierRules:
             raise PolicyError(f"pattern id {pid!r} is listed twice", file=file, key=f"{key}.id")
         source = read_str(entry["pattern"], file=file, key=f"{key}.pattern")
         try:
-            compiled = compile_pattern(source, re.IGNORECASE)
+            compiled = re.compile(source, re.IGNORECASE)
         except re.error as err:
             raise PolicyError(
                 f"not a valid pattern: {err}", file=file, key=f"{key}.pattern"
@@ -177,7 +176,7 @@ def load_rules(path: Path | str) -> VerifierRules:
         generic_reference=read_str(gp["reference"], file=file, key="genericPhrases.reference"),
         generic_pattern=generic,
         promise_patterns=tuple(patterns),
-        promise_any=compile_pattern("|".join(f"(?:{p.pattern})" for p in patterns), re.IGNORECASE),
+        promise_any=re.compile("|".join(f"(?:{p.pattern})" for p in patterns), re.IGNORECASE),
         promise_reference=read_str(pp["reference"], file=file, key="promisePatterns.reference"),
     )
 
