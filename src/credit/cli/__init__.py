@@ -39,7 +39,8 @@ import sys
 import traceback
 from typing import TYPE_CHECKING, Annotated, Any, Final
 
-# Before typer and the rest are imported (so the imports below come after the call).
+# The collector's first pass is put off before typer and the rest are imported (so the
+# imports below come after the call).
 FIRST_COLLECTION_AFTER: Final = 100_000
 
 
@@ -167,7 +168,7 @@ def _command_name(info: CommandInfo) -> str | None:
 
 
 def _no_options() -> None:
-    """The commands of one module, built together."""
+    """A group of the one command asked for (so typer names the command as it would)."""
 
 
 app = typer.Typer(
