@@ -421,17 +421,13 @@ def test_an_empty_cache_folder_setting_turns_the_cache_off(
     assert parses == [DATA / "reasons.yaml"] * 2
 
 
-def test_the_default_folder_is_the_user_s_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_default_folder_is_beside_the_packaged_data(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Trusted like __pycache__: only who can write the package's files writes it (not
+    the user's own cache folder, and never a folder relative to where it runs)."""
     monkeypatch.delenv(yamldata.CACHE_DIR_ENV, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", "/somewhere/cache")
-    assert yamldata.cache_dir() == Path("/somewhere/cache/credit")
-    monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", "/home/someone")
-    assert yamldata.cache_dir() == Path("/home/someone/.cache/credit")
-    monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")  # ignored, as the XDG rules say
-    assert yamldata.cache_dir() == Path("/home/someone/.cache/credit")
-    monkeypatch.setattr(yamldata.os.path, "expanduser", lambda path: path)  # no home at all
-    assert yamldata.cache_dir() is None  # never a folder relative to where it runs
+    assert yamldata.cache_dir() == DATA.resolve() / "__cache__"
 
 
 def test_a_value_marshal_cannot_hold_is_parsed_every_time(

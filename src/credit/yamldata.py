@@ -152,10 +152,13 @@ def _parse_strictly(path: Path, text: str) -> Any:
 # be made or written (read only) leaves loading as it was: every file parsed.
 #
 # What the cache holds is trusted like the package's own bytecode (__pycache__): who
-# can write it can change what is loaded. It lives in the user's own cache folder,
-# ~/.cache/credit (made private), or where $CREDIT_CACHE_DIR says (empty: no cache).
-# Files outside the package's data, and text not read from its file, are never cached.
-# The lock's drift check (check V7) hashes the data files' own bytes, not the cache.
+# can write it can change what is loaded. So it lives where only who can write the
+# package's own files can write: beside the packaged data, in credit/data/__cache__
+# (as __pycache__ lives beside the modules); a package installed read-only keeps no
+# cache and parses its files every time, unless $CREDIT_CACHE_DIR names a folder, which
+# must then be trusted the same way (empty: no cache). Files outside the package's
+# data, and text not read from its file, are never cached. The lock's drift check
+# (check V7) hashes the data files' own bytes, not the cache.
 
 CACHE_DIR_ENV: Final = "CREDIT_CACHE_DIR"
 _CACHE_FORMAT: Final = b"credit.yaml-cache/1\n"
@@ -166,17 +169,11 @@ _fingerprint: bytes | None = None
 
 def cache_dir() -> Path | None:
     """The folder of the start-up cache: $CREDIT_CACHE_DIR (empty: no cache), else
-    $XDG_CACHE_HOME/credit, else ~/.cache/credit (none without a home to put it in)."""
+    credit/data/__cache__, beside the packaged data files."""
     chosen = os.environ.get(CACHE_DIR_ENV)
     if chosen is not None:
         return Path(chosen) if chosen.strip() else None
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    if not os.path.isabs(base):  # unset, or relative (which the XDG rules ignore)
-        home = os.path.expanduser("~")
-        if not os.path.isabs(home):
-            return None
-        base = os.path.join(home, ".cache")
-    return Path(base) / "credit"
+    return Path(_DATA_DIR) / "__cache__"
 
 
 def _loader_fingerprint() -> bytes:
@@ -256,7 +253,7 @@ def _cache_write(key: str, doc: Any) -> None:
     final = folder / f"{key}.yaml-parse"
     temporary = folder / f".{key}.{os.getpid()}.{id(blob):x}.tmp"
     try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        folder.mkdir(mode=0o755, parents=True, exist_ok=True)
         handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         with open(handle, "wb") as out:
             out.write(blob)
