@@ -13,8 +13,8 @@ Baseline, in the same run: ``python -c pass`` with the same interpreter, best of
 Goal: each command under 200 ms. Prints one line beginning ``cli start:``, then one
 beginning ``cli start cpu:`` with the CPU time (user + system) of the same runs, best
 of 5 (steadier than wall time on a shared machine), and each command's first run from
-an empty start-up cache (``$CREDIT_CACHE_DIR``: the data's parse and its patterns'
-programs, made by that run; the first run after an install or a data change). The
+an empty start-up cache (``$CREDIT_CACHE_DIR``: the data's parse, made by
+that run; the first run after an install or a data change). The
 timed runs use a cache of their own, made by the runs before them. Exits non-zero
 (CalledProcessError) if a command does not answer as it should (verify must pass,
 decide must print one decision).
