@@ -19,12 +19,16 @@ from pathlib import Path
 import grimp
 import pytest
 import typer
-from typer.main import get_group
+from typer._click import Context
+from typer.core import TyperGroup
+from typer.main import get_command, get_group
 from typer.testing import CliRunner
 
+import credit.cli as cli_app
 import credit.journal.signer
 import credit.journal.sql
-from credit.cli import COMMANDS, app, common, register_module
+from credit.cli import COMMANDS, FIRST_COLLECTION_AFTER, app, common, register_module
+from credit.yamldata import CACHE_DIR_ENV
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "cases.jsonl"
 
@@ -141,6 +145,40 @@ def test_the_command_table_names_every_command_of_every_module_and_its_module() 
     }
 
 
+def test_a_command_is_built_alone_not_with_the_other_commands_of_its_module() -> None:
+    """Running ``credit verify`` reads verify's parameters, not notice's, mutate's and
+    lock's: each command of a module is built when it is asked for."""
+    group = get_command(app)
+    assert isinstance(group, TyperGroup) and group.commands == {}
+    context = Context(group)
+    verify = group.get_command(context, "verify")
+    assert verify is not None and verify.name == "verify"
+    assert set(group.commands) == {"verify"}
+    journal = group.get_command(context, "journal")  # a group of commands, built alone too
+    assert journal is not None and set(group.commands) == {"verify", "journal"}
+    assert group.get_command(context, "decide") is not None  # a command named by its function
+    assert set(group.commands) == {"verify", "journal", "decide"}
+    assert group.get_command(context, "frobnicate") is None
+
+
+def test_a_registered_command_is_known_by_the_name_typer_gives_it() -> None:
+    """What picks the one command to build names each as typer does (its own name, else
+    its function's, lower case with dashes): for every command of every module and for
+    a function whose name typer changes."""
+    commands = typer.Typer()
+    commands.callback()(lambda: None)
+    for name in dict.fromkeys(COMMANDS.values()):
+        register_module(name, commands)
+
+    def Make_Some_Thing() -> None:  # a name typer changes
+        """A command named by its function."""
+
+    commands.command()(Make_Some_Thing)
+    built = [c for c in get_group(commands).commands.values() if not isinstance(c, TyperGroup)]
+    named = [cli_app._command_name(info) for info in commands.registered_commands]
+    assert named == [c.name for c in built] and "make-some-thing" in named
+
+
 def test_a_command_the_table_does_not_name_is_refused_as_before() -> None:
     result = CliRunner().invoke(app, ["frobnicate"])
     assert result.exit_code == 2 and "No such command 'frobnicate'." in result.output
@@ -186,16 +224,31 @@ except SystemExit as stop:
 """
 
 
-def test_credit_decide_imports_no_journal_service_or_frame_library(tmp_path: Path) -> None:
+@pytest.fixture
+def parse_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A parse cache of the packaged data of this test's own (see credit.yamldata)."""
+    folder = tmp_path / "parse-cache"
+    monkeypatch.setenv(CACHE_DIR_ENV, str(folder))
+    return folder
+
+
+def test_credit_decide_imports_no_journal_service_or_frame_library(
+    tmp_path: Path, parse_cache: Path
+) -> None:
     one = tmp_path / "one.json"
     one.write_text(EXAMPLES.read_text(encoding="utf-8").splitlines()[0], encoding="utf-8")
+    cold = imported_after(_run_main("decide", str(one)))
+    assert "yaml" in cold and any(parse_cache.iterdir())  # parsed the policy, and kept it
     modules = imported_after(_run_main("decide", str(one)))
     assert "credit.underwriting.engine" in modules  # it did decide
-    assert [m for m in heavy_in(modules) if m not in (*TYPERS_OWN, "yaml")] == []
+    # the policy, the case limits and the bureau formats read from the parse cache
+    assert [m for m in heavy_in(modules) if m not in TYPERS_OWN] == []
     assert not any(m.startswith(("credit.journal", "credit.service")) for m in modules)
 
 
-def test_credit_verify_imports_no_journal_service_or_frame_library(tmp_path: Path) -> None:
+def test_credit_verify_imports_no_journal_service_or_frame_library(
+    tmp_path: Path, parse_cache: Path
+) -> None:
     one = tmp_path / "one.jsonl"
     one.write_text(EXAMPLES.read_text(encoding="utf-8"), encoding="utf-8")
     folder = tmp_path / "notices"
@@ -206,10 +259,107 @@ def test_credit_verify_imports_no_journal_service_or_frame_library(tmp_path: Pat
     )
     notice = sorted(folder.glob("*.notice.json"))[0]
     expect = notice.with_name(notice.name.replace(".notice.json", ".expect.json"))
-    modules = imported_after(_run_main("verify", str(notice), "--expect", str(expect)))
+    verify = _run_main("verify", str(notice), "--expect", str(expect))
+    assert "yaml" in imported_after(verify)  # the first reads the verifier's rules, keeps them
+    modules = imported_after(verify)
     assert "credit.guardrails.verifier" in modules  # it did verify
-    assert [m for m in heavy_in(modules) if m not in (*TYPERS_OWN, "yaml")] == []
+    # the frame, the catalogue, the rules, the formats and the terms from the parse cache
+    assert [m for m in heavy_in(modules) if m not in TYPERS_OWN] == []
     assert not any(m.startswith(("credit.journal", "credit.service")) for m in modules)
+
+
+# ---------------------------------------------------------------- the collector
+
+
+def _collector_after(code: str, then: str = "") -> dict[str, object]:
+    """The collector's thresholds once ``code`` and then ``then`` have run in a fresh
+    interpreter, and the passes it made while ``then`` ran."""
+    probe = (
+        "import gc as _gc, json as _json\n"
+        + textwrap.dedent(code)
+        + "\n_passes = _gc.get_stats()[0]['collections']\n"
+        + textwrap.dedent(then)
+        + textwrap.dedent(
+            """
+            print(_json.dumps({"threshold": _gc.get_threshold(),
+                               "collections": _gc.get_stats()[0]["collections"] - _passes}))
+            """
+        )
+    )
+    done = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True)
+    found: dict[str, object] = json.loads(done.stdout.splitlines()[-1])
+    return found
+
+
+DEFAULT_THRESHOLD = [700, 10, 10]  # CPython's own
+DEFERRED = [FIRST_COLLECTION_AFTER, *DEFAULT_THRESHOLD[1:]]
+
+
+def test_the_command_line_puts_off_the_collector_s_first_pass_then_collects_as_before() -> None:
+    make = "kept = [[] for _ in range({})]"
+    # 50,000 objects: some 70 passes in a plain interpreter, none once credit.cli is in
+    assert _collector_after("", make.format(50_000))["collections"] >= 50
+    assert _collector_after("import credit.cli", make.format(50_000)) == {
+        "threshold": DEFERRED,
+        "collections": 0,
+    }
+    # the first pass, asked for or due, puts the thresholds back: passes as before
+    assert _collector_after("import credit.cli", "import gc; gc.collect()")["threshold"] == (
+        DEFAULT_THRESHOLD
+    )
+    made = _collector_after("import credit.cli", make.format(FIRST_COLLECTION_AFTER + 10_000))
+    assert made["threshold"] == DEFAULT_THRESHOLD
+    assert isinstance(made["collections"], int) and made["collections"] >= 10
+
+
+def test_a_collector_switched_off_or_waiting_longer_is_left_alone() -> None:
+    off = _collector_after("import gc; gc.disable(); import credit.cli", "assert not gc.callbacks")
+    assert off["threshold"] == DEFAULT_THRESHOLD
+    longer = _collector_after("import gc; gc.set_threshold(500_000); import credit.cli")
+    assert longer["threshold"] == [500_000, 10, 10]
+
+
+def test_a_command_leaves_its_objects_out_of_the_interpreter_s_last_collection() -> None:
+    """At exit the command's objects are frozen out of the collector (the interpreter's
+    last passes would walk them all only to free memory the process hands back)."""
+    probe = textwrap.dedent(
+        """
+        import atexit, gc, sys
+        # registered first, so it runs last: after the command line's own exit handler
+        atexit.register(lambda: sys.stderr.write(f"frozen {gc.get_freeze_count()}\\n"))
+        sys.argv = ["credit", "--help"]
+        from credit.cli import main
+        try:
+            main()
+        except SystemExit as stop:
+            assert not stop.code, stop.code
+        assert gc.get_freeze_count() == 0  # not before the process ends
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True)
+    assert done.stdout.startswith("Usage: credit")
+    frozen = int(done.stderr.split("frozen ")[1])
+    assert frozen > 10_000  # typer's, the command line's and every module's objects
+
+
+def test_decide_and_verify_start_without_a_pass_of_the_collector(
+    tmp_path: Path, parse_cache: Path
+) -> None:
+    """Their start (typer, pydantic, the core, the data) stays under the first pass: the
+    thresholds are still put off when they are done (the pass would have restored them)."""
+    one = tmp_path / "one.json"
+    one.write_text(EXAMPLES.read_text(encoding="utf-8").splitlines()[0], encoding="utf-8")
+    folder = tmp_path / "notices"
+    subprocess.run(
+        [sys.executable, "-c", _run_main("notice", str(EXAMPLES), "--out", str(folder))],
+        check=True,
+        capture_output=True,
+    )
+    notice = sorted(folder.glob("*.notice.json"))[0]
+    expect = notice.with_name(notice.name.replace(".notice.json", ".expect.json"))
+    for args in (["decide", str(one)], ["verify", str(notice), "--expect", str(expect)]):
+        imported_after(_run_main(*args))  # the parse cache kept the data they read
+        assert _collector_after(_run_main(*args))["threshold"] == DEFERRED, args
 
 
 def test_the_journal_names_the_help_states_are_the_journal_s_own() -> None:

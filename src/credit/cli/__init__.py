@@ -21,26 +21,64 @@ them, so no module imports another in a circle):
   checkpoint helpers the bundle uses), :mod:`~credit.cli.tables`,
   :mod:`~credit.cli.common` (exit codes, consoles, shared options).
 
-Start-up is kept short: only the module of the command that runs is imported; the
-modules import typer and the standard library at their top level, and the core, the
-journal, rich and the extras inside the commands that use them
-(``tests/test_cli_startup.py`` pins it; ``benchmarks/bench_cli.py`` times it).
+Start-up is kept short: only the module of the command that runs is imported, and only
+that command is built; the modules import typer and the standard library at their top
+level, and the core, the journal, rich and the extras inside the commands that use
+them; the garbage collector's first pass waits until start-up is over
+(:func:`_put_off_the_first_collection`) and its last, at exit, skips the command's
+objects (:func:`_skip_the_final_collection`); the packaged data's parse and its
+patterns' programs are read from the start-up cache (:mod:`credit.yamldata`), without
+PyYAML (``tests/test_cli_startup.py`` pins it; ``benchmarks/bench_cli.py`` times it).
 """
 
 from __future__ import annotations
 
+import gc
 import importlib
 import sys
 import traceback
-from typing import TYPE_CHECKING, Annotated, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
-import typer
-from typer.core import TyperGroup
+# The collector's first pass is put off before typer and the rest are imported (so the
+# imports below come after the call).
+FIRST_COLLECTION_AFTER: Final = 100_000
 
-from credit.cli.common import EXIT_BAD_INPUT, EXIT_FAILED, STATE, err, escape
+
+def _put_off_the_first_collection(after: int = FIRST_COLLECTION_AFTER) -> None:
+    """Let the process make ``after`` more objects than it frees before the cyclic
+    garbage collector's first pass, which then restores the thresholds it had.
+
+    A command's start makes some 25,000 (``--help``) to 55,000 (``verify``) objects that
+    live as long as the process: typer's, pydantic's and the core's classes, validators
+    and data. With the default threshold (700) the collector walked them again and again
+    while they were made, about a tenth of a short command's time, and freed nothing. A
+    command that runs longer makes ``after`` objects soon and is collected as before
+    from then on. Left alone if the collector is off or already waits longer."""
+    thresholds = gc.get_threshold()
+    if not gc.isenabled() or thresholds[0] == 0 or thresholds[0] >= after:
+        return
+    restored = False
+
+    def restore(phase: str, info: dict[str, Any]) -> None:
+        nonlocal restored
+        if not restored:  # then a no-op: removing it now would skip the next callback
+            restored = True
+            gc.set_threshold(*thresholds)
+
+    gc.callbacks.append(restore)
+    gc.set_threshold(after, *thresholds[1:])
+
+
+_put_off_the_first_collection()
+
+import typer  # noqa: E402
+from typer.core import TyperGroup  # noqa: E402
+
+from credit.cli.common import EXIT_BAD_INPUT, EXIT_FAILED, STATE, err, escape  # noqa: E402
 
 if TYPE_CHECKING:
     from typer._click import Command, Context
+    from typer.models import CommandInfo
 
 __all__ = ["COMMANDS", "app", "main"]
 
@@ -92,23 +130,45 @@ def register_module(name: str, app: typer.Typer) -> None:
 class _Commands(TyperGroup):
     """The ``credit`` group: each command built from its module on first use."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._registered: dict[str, typer.Typer] = {}  # each module's commands, registered
+
     def list_commands(self, ctx: Context) -> list[str]:
         return list(COMMANDS)
 
     def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
         name = COMMANDS.get(cmd_name)
         if name is not None and cmd_name not in self.commands:
+            registered = self._registered.get(name)
+            if registered is None:
+                registered = self._registered[name] = typer.Typer()
+                register_module(name, registered)
+            # only the command asked for is built (its parameters read), not the module's
+            # others: each is built when it is asked for
             commands = typer.Typer(rich_markup_mode=None)
             commands.callback()(_no_options)  # a group, even of one command
-            register_module(name, commands)
+            commands.registered_commands = [
+                c for c in registered.registered_commands if _command_name(c) == cmd_name
+            ]
+            commands.registered_groups = [
+                g for g in registered.registered_groups if g.name == cmd_name
+            ]
             built = typer.main.get_group(commands)
             for command_name, command in built.commands.items():
                 self.commands.setdefault(command_name, command)
         return self.commands.get(cmd_name)
 
 
+def _command_name(info: CommandInfo) -> str | None:
+    """The name typer gives a registered command: its own, else its function's."""
+    if info.name:
+        return info.name
+    return typer.main.get_command_name(info.callback.__name__) if info.callback else None
+
+
 def _no_options() -> None:
-    """The commands of one module, built together."""
+    """A group of the one command asked for (so typer names the command as it would)."""
 
 
 app = typer.Typer(
@@ -131,11 +191,29 @@ def _global_options(
     STATE.debug = debug
 
 
+def _skip_the_final_collection() -> None:
+    """At exit (registered by :func:`main`): freeze the process's objects out of the
+    collector, so that the interpreter's last passes, which walked every object a command
+    made (some 7% of a short command) only to free memory the process hands back as it
+    ends, do not. Objects still referenced are freed at exit as before; garbage in
+    reference cycles left at exit is left to the operating system, uncollected."""
+    gc.freeze()
+
+
+_final_collection_skipped = False
+
+
 def main() -> None:
     """The ``credit`` command. Every error ends in one line on stderr naming it (exit 2
     for bad input, 1 otherwise); ``credit --debug ...`` prints the traceback too."""
     from credit.errors import CreditError
 
+    global _final_collection_skipped
+    if not _final_collection_skipped:
+        _final_collection_skipped = True
+        import atexit
+
+        atexit.register(_skip_the_final_collection)
     try:
         app()
     except CreditError as e:  # a last line of defence: never a traceback for our errors

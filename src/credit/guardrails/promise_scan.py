@@ -85,12 +85,28 @@ def separators(pattern: re.Pattern[str]) -> frozenset[str]:
         flags = parsed.state.flags | re.IGNORECASE | re.DOTALL
         left = set(_CANDIDATES)
         # Each distinct part once: a pattern repeats the same letters and classes.
-        for leaf in {repr(leaf): leaf for leaf in leaves}.values():
-            one = _compiler.compile(_parser.SubPattern(parsed.state, [leaf]), flags)
-            left = {ch for ch in left if one.fullmatch(ch) is None}
+        for key, leaf in {repr(leaf): leaf for leaf in leaves}.items():
+            left -= _matched(key, leaf, parsed.state, flags)
     except Exception:  # a pattern this reading does not know: the plain path
         return frozenset()
     return frozenset(left)
+
+
+_MATCHED: dict[tuple[str, int], frozenset[str]] = {}
+
+
+def _matched(key: str, leaf: Any, state: Any, flags: int) -> frozenset[str]:
+    """The candidate characters one part matches (``key`` its repr), compiled once per
+    process for all the rules' patterns: the combined pattern holds every part of the
+    single ones, which would otherwise compile each again."""
+    found = _MATCHED.get((key, flags))
+    if found is None:
+        one = _compiler.compile(_parser.SubPattern(state, [leaf]), flags)
+        found = frozenset(ch for ch in _CANDIDATES if one.fullmatch(ch) is not None)
+        if len(_MATCHED) >= _KEEP:
+            _MATCHED.clear()
+        _MATCHED[key, flags] = found
+    return found
 
 
 def _best(options: list[frozenset[str]]) -> frozenset[str] | None:
