@@ -1,8 +1,8 @@
 """The governed main job (``credit run``'s pipeline): cases per second, and its memory.
 
 ``governed run:`` the pipeline in process over ``BENCH_GOVERNED_CASES`` generated cases
-(default 10,000, as issue 14 states the goal) on a fresh SQLite journal, then on a fresh PostgreSQL schema when
-``CREDIT_TEST_DATABASE_URL`` is set: intake, the rules underwriter's real MCP turn, the
+(default 10,000, as issue 14 states the goal) on a fresh SQLite journal, then on a
+fresh PostgreSQL schema when ``CREDIT_TEST_DATABASE_URL`` is set: intake, the rules underwriter's real MCP turn, the
 Keystone gate with both reviews, notices rendered, verified and sent, ethics, every
 step journaled. The baseline measured in the same run is the bare underwriter
 (:func:`credit.underwriting.decide_case`) over the same cases: the ratio says how much
