@@ -2,14 +2,14 @@
 
 ``governed run:`` the pipeline in process over ``BENCH_GOVERNED_CASES`` generated cases
 (default 10,000, as issue 14 states the goal) on a fresh SQLite journal, then on a
-fresh PostgreSQL schema when ``CREDIT_TEST_DATABASE_URL`` is set: intake, the rules underwriter's real MCP turn, the
-Keystone gate with both reviews, notices rendered, verified and sent, ethics, every
-step journaled. The baseline measured in the same run is the bare underwriter
-(:func:`credit.underwriting.decide_case`) over the same cases: the ratio says how much
-the governance costs. Nothing governed may be skipped: after each run the journal is
-checked complete (every case taken in and decided exactly once, every released
-decline or counteroffer's notice sent once and its file in the outbox) and its chain
-verified; an AssertionError otherwise.
+fresh PostgreSQL schema when ``CREDIT_TEST_DATABASE_URL`` is set: intake, the rules
+underwriter's real MCP turn, the Keystone gate with both reviews, notices rendered,
+verified and sent, ethics, every step journaled. The baseline measured in the same run
+is the bare underwriter (:func:`credit.underwriting.decide_case`) over the same cases:
+the ratio says how much the governance costs. Nothing governed may be skipped: after
+each run the journal is checked complete (every case taken in and decided exactly
+once, every released decline or counteroffer's notice sent once and its file in the
+outbox) and its chain verified; an AssertionError otherwise.
 
 ``governed memory:`` ``credit run`` in a subprocess over a small and a ten times
 larger generated batch (``BENCH_MEMORY_CASES``, default 10,000 and 100,000, the size
