@@ -61,7 +61,10 @@ class SqlClaims:
         t = self._table
         now = time.time()
         insert: Any = pg_insert if self._db.dialect == "postgresql" else sqlite_insert
-        with self._db.failures(), self._db.write() as conn:
+        # Not synced: a claim is visible to every worker when its commit returns, and
+        # needs to outlive a crash only with the work it claimed, whose own synced
+        # commit comes after it on the same log and takes it along.
+        with self._db.failures(), self._db.write(synced=False) as conn:
             inserted = conn.execute(
                 insert(t)
                 .values(claim=name, holder=holder, claimed_at=now)
