@@ -99,7 +99,7 @@ from credit.journal.base import (
 from credit.journal.checkpoint import CHECKPOINT_SUFFIX
 from credit.journal.merkle import KeptFrontiers, MerkleLog, leaf_hash
 from credit.journal.signer import JournalKey, load_journal_key
-from credit.journal.tree import covering_checkpoint, sign_head
+from credit.journal.tree import LastSigned, covering_checkpoint, sign_head
 from credit.journal.writerlock import FifoLock, writer_lock
 from credit.kinds import INTAKE_ACCEPTED
 
@@ -376,6 +376,7 @@ class SqlStore:
         self._key = key
         self._log: MerkleLog | None = None
         self._signed: tuple[int, bytes] | None = None  # the head this store signed last
+        self._last_signed = LastSigned()  # and the checkpoint it kept for it
         self._frontiers = KeptFrontiers()
         self._tree_lock = threading.Lock()
         self._committed = threading.local()  # .size: the tree after this thread's commit
@@ -853,7 +854,7 @@ class SqlStore:
                         log.append(leaf)
                 return log.root()
 
-            path = sign_head(self.key, directory, size, head, root_at)
+            path = sign_head(self.key, directory, size, head, root_at, last=self._last_signed)
         self._signed = (size, head)
         return path
 
