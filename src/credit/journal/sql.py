@@ -15,9 +15,12 @@ Writers are serialised so the chain never forks: every write transaction first t
 the store's write lock, then reads the head, then appends at ``seq = head + 1``.
 
 - SQLite: WAL mode, ``synchronous=FULL`` (a commit is on disk when it returns), a busy
-  timeout, and ``BEGIN IMMEDIATE`` for writes. The sqlite3 driver's own BEGIN is
-  switched off and SQLAlchemy emits ours, per the SQLAlchemy SQLite documentation
-  ("Enabling Non-Legacy SQLite Transactional Modes": the connect/begin event hooks).
+  timeout, and ``BEGIN IMMEDIATE`` for writes. (The one exception is a write beside
+  the journal that asks for it, :func:`write_transaction` with ``synced=False``: a
+  service claim, made durable by the synced commit after it.) The sqlite3 driver's own
+  BEGIN is switched off and SQLAlchemy emits ours, per the SQLAlchemy SQLite
+  documentation ("Enabling Non-Legacy SQLite Transactional Modes": the connect/begin
+  event hooks).
 - PostgreSQL (psycopg 3): ``pg_advisory_xact_lock`` on a key derived from the schema
   name, taken before the head is read and released at commit or rollback.
 

@@ -7,11 +7,13 @@ actions, the notice step); this module adds the service's own rules:
 - **The system finishes its own work** at start-up (:meth:`CaseService.start`) and on
   every read of a case: a decision a killed worker left awaiting review is reviewed, a
   released decline's notice is sent, never left to a person.
-- **Decide exactly once.** A decide first checks the journal, then takes the
-  ``decide:<caseId>`` claim (:mod:`credit.service.claims`), then checks again: of any
-  number of concurrent decides, across worker processes, one runs the turn and the
-  Keystone review; every other gets :class:`~credit.errors.AlreadyDecidedError` (409)
-  and changes nothing. A case whose own content stopped its turn (a term the policy
+- **Decide exactly once.** A decide takes the ``decide:<caseId>`` claim
+  (:mod:`credit.service.claims`), then reads the case, and whether it is still
+  undecided, in its group commit under the journal's write lock: of any number of
+  concurrent decides, across worker processes, one runs the turn and the Keystone
+  review; every other gets :class:`~credit.errors.AlreadyDecidedError` (409) and
+  changes nothing (a claim found held: the journal says whether the case is decided
+  or a decide is under way). A case whose own content stopped its turn (a term the policy
   does not offer) is a 422 naming the field on the first decide and on every one after,
   which journal nothing.
 - **A person's action, once.** Every action (release, reject, an officer's decision, a

@@ -5,6 +5,12 @@
 insert that does nothing on a conflict, an update conditioned on the old time. Across
 processes exactly one caller gets True. ``release`` gives a claim up when the claimed
 work did not happen (it failed), so it may be tried again.
+
+A claim commits without a sync of its own (``ServiceDb.write(synced=False)``): it is
+visible to every worker when its commit returns, and the work it claims commits synced
+after it on the same log, which makes it durable too. A crash before that work's commit
+may lose it, with nothing claimed done (the work is free to run again at once), or keep
+it (taken over once stale, as the claim of any worker that died).
 """
 
 from __future__ import annotations
