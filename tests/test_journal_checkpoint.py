@@ -596,9 +596,14 @@ def test_the_newest_checkpoint_is_the_largest_tree_kept_whatever_else_the_folder
         newest_checkpoint(tmp_path, verifier)
 
 
+@pytest.mark.parametrize("in_place", [True, False], ids=["written-in-place", "replaced-whole"])
 def test_the_folder_s_pointer_names_the_largest_checkpoint_written_in_any_order(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_place: bool
 ) -> None:
+    # written in place where the system allows it (POSIX), else replaced whole each time
+    import credit.journal.checkpoint as checkpoint_files
+
+    monkeypatch.setattr(checkpoint_files, "_IN_PLACE", in_place)
     listings = []
     real_listdir = os.listdir
     monkeypatch.setattr(os, "listdir", lambda d: listings.append(d) or real_listdir(d))

@@ -83,6 +83,11 @@ _SIZE_LINE = re.compile(r"0|[1-9][0-9]*")
 _FILE_NAME = re.compile(r"([0-9]{20})" + re.escape(CHECKPOINT_SUFFIX))
 _CONTROL_CHARACTER = re.compile("[\x00-\x09\x0b-\x1f]")  # below 0x20, but the newline
 NEWEST_POINTER = ".newest"  # hidden: read_checkpoints and the examiner's tools skip it
+# The pointer is written in place where the system can open a file without following a
+# link and write at an offset (POSIX); elsewhere it is replaced whole every time.
+_IN_PLACE = all(
+    hasattr(os, name) for name in ("pwrite", "ftruncate", "O_NOFOLLOW", "O_NONBLOCK", "O_CLOEXEC")
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -469,6 +474,9 @@ def _point_at(directory: Path, name: str) -> None:
             return
         name = newest
     data = (name + "\n").encode("ascii")
+    if not _IN_PLACE:
+        _replace_pointer(directory, data)
+        return
     target = directory / NEWEST_POINTER
     try:
         fd = os.open(target, os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
