@@ -6,7 +6,8 @@ SQLite journal; then again on a fresh PostgreSQL schema when
 (httpx.AsyncClient) through 2,000 seeded cases (``credit.examples``): each case is
 taken in, decided, read back, and, for a released decline or counteroffer, its notice
 is read (verified on demand) and sent; then 50 more cases with one client. Prints the
-throughput and p50/p99 latency per endpoint, and the line ``service decide:`` (decide's
+throughput and p50/p99/max latency per endpoint of each phase (with one client the p99
+of 50 requests is the worst of them), and the line ``service decide:`` (decide's
 p99 at 32 clients and with one, against the status read's p99 in the same run), then
 checks the journal: every case taken in and decided exactly once
 (``intake.accepted`` and ``decision.recorded`` once each), every notice sent once, the
@@ -142,18 +143,22 @@ def percentile(values: list[float], pct: float) -> float:
     return ordered[index]
 
 
-def report(label: str, rec: Recorder, wall: float, cases: int) -> None:
+def report(label: str, rec: Recorder, wall: float, cases: int, clients: int = CLIENTS) -> None:
     total = sum(len(v) for v in rec.latency.values())
     print(
         f"{label}: {cases} cases, {total} requests in {wall:.1f} s: "
         f"{cases / wall:.1f} cases/s, {total / wall:.1f} requests/s "
-        f"({CLIENTS} clients, {WORKERS} workers)"
+        f"({clients} client{'s' if clients != 1 else ''}, {WORKERS} workers)"
     )
-    print(f"  {'endpoint':<20} {'requests':>8} {'p50 ms':>9} {'p99 ms':>9} {'mean ms':>9}")
+    print(
+        f"  {'endpoint':<20} {'requests':>8} {'p50 ms':>9} {'p99 ms':>9} {'mean ms':>9} "
+        f"{'max ms':>9}"
+    )
     for name, values in rec.latency.items():
         print(
             f"  {name:<20} {len(values):>8} {percentile(values, 50) * 1000:>9.1f} "
-            f"{percentile(values, 99) * 1000:>9.1f} {statistics.fmean(values) * 1000:>9.1f}"
+            f"{percentile(values, 99) * 1000:>9.1f} {statistics.fmean(values) * 1000:>9.1f} "
+            f"{max(values) * 1000:>9.1f}"
         )
 
 
@@ -214,8 +219,12 @@ def run(label: str, url: str, schema: str | None, tmp: Path, cases: list[dict[st
         start = time.perf_counter()
         rec = asyncio.run(drive(base, many, keys))
         wall = time.perf_counter() - start
+        start = time.perf_counter()
         single = asyncio.run(drive(base, alone, keys, clients=1))
+        wall_single = time.perf_counter() - start
     report(label, rec, wall, len(many))
+    # One client: each request alone; the p99 of 50 is the worst of them.
+    report(f"{label}, one client", single, wall_single, len(alone), clients=1)
     check_journal(label, url, schema, cases)
     decide = percentile(rec.latency["POST /decide"], 99) * 1000
     status = percentile(rec.latency["GET /cases/{id}"], 99) * 1000

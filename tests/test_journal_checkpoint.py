@@ -43,6 +43,7 @@ from credit.journal.checkpoint import (
     verify_checkpoint,
     write_checkpoint,
 )
+from credit.journal.checkpoint import _control_character_line as _control_character_line
 from credit.journal.keys import SigningKey, VerifierKey, load_verifier
 from credit.journal.merkle import (
     EMPTY_ROOT,
@@ -515,6 +516,20 @@ def test_any_checkpoint_signed_verifies_back_to_what_was_signed(
 SIGNED_7 = sign_checkpoint(ORIGIN, 7, root(LEAVES[:7]), lender_key(), extensions=["ext"])
 
 
+def _first_control_character_line(text: str) -> int | None:
+    """The rule as the spec words it, a character at a time: a second implementation,
+    here only to check the note reader's one search."""
+    for number, line in enumerate(text.split("\n"), start=1):
+        if any(ord(ch) < 0x20 for ch in line):
+            return number
+    return None
+
+
+@given(st.text(alphabet=st.sampled_from("ab \n\t\r\x00\x0b\x1f\x7f\u2014\u0085"), max_size=40))
+def test_the_first_control_character_s_line_is_the_one_the_rule_names(text: str) -> None:
+    assert _control_character_line(text) == _first_control_character_line(text)
+
+
 @given(position=st.integers(0, len(SIGNED_7) - 1), bit=st.integers(0, 7))
 def test_any_bit_changed_anywhere_in_a_signed_checkpoint_is_caught(position: int, bit: int) -> None:
     tampered = bytearray(SIGNED_7)
@@ -581,9 +596,14 @@ def test_the_newest_checkpoint_is_the_largest_tree_kept_whatever_else_the_folder
         newest_checkpoint(tmp_path, verifier)
 
 
+@pytest.mark.parametrize("in_place", [True, False], ids=["written-in-place", "replaced-whole"])
 def test_the_folder_s_pointer_names_the_largest_checkpoint_written_in_any_order(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_place: bool
 ) -> None:
+    # written in place where the system allows it (POSIX), else replaced whole each time
+    import credit.journal.checkpoint as checkpoint_files
+
+    monkeypatch.setattr(checkpoint_files, "_IN_PLACE", in_place)
     listings = []
     real_listdir = os.listdir
     monkeypatch.setattr(os, "listdir", lambda d: listings.append(d) or real_listdir(d))
@@ -606,8 +626,15 @@ def test_the_folder_s_pointer_names_the_largest_checkpoint_written_in_any_order(
 
 @pytest.mark.parametrize(
     "pointer",
-    [None, "", "garbage\n", "00000000000000000003.checkpoint\n", b"\xff\xfe"],
-    ids=["missing", "empty", "not-a-name", "a-file-not-there", "not-ascii"],
+    [
+        None,
+        "",
+        "garbage\n",
+        "00000000000000000003.checkpoint\n",
+        b"\xff\xfe",
+        "00000000000000000006.checkpoint\n" + "x" * 80,
+    ],
+    ids=["missing", "empty", "not-a-name", "a-file-not-there", "not-ascii", "too-long"],
 )
 def test_a_broken_pointer_is_a_listing_and_the_next_write_mends_it(
     tmp_path: Path, pointer: str | bytes | None
@@ -624,6 +651,28 @@ def test_a_broken_pointer_is_a_listing_and_the_next_write_mends_it(
     assert newest_file(tmp_path) == f"{6:020d}.checkpoint"
     write_checkpoint(tmp_path, signed(5))  # smaller than the newest: points at the newest
     assert target.read_text() == f"{6:020d}.checkpoint\n"
+
+
+@pytest.mark.parametrize("link", ["symbolic", "hard"])
+def test_a_pointer_that_is_a_link_is_replaced_never_written_through(
+    tmp_path: Path, link: str
+) -> None:
+    # The pointer is overwritten in place; one that is a link to another file is
+    # replaced by a pointer of its own, and the other file keeps its bytes.
+    folder = tmp_path / "checkpoints"
+    write_checkpoint(folder, signed(4))
+    other = tmp_path / "other.txt"
+    other.write_text(f"{4:020d}.checkpoint\n")
+    pointer = folder / NEWEST_POINTER
+    pointer.unlink()
+    if link == "symbolic":
+        pointer.symlink_to(other)
+    else:
+        os.link(other, pointer)
+    write_checkpoint(folder, signed(6))
+    assert other.read_text() == f"{4:020d}.checkpoint\n"
+    assert not pointer.is_symlink() and pointer.stat().st_nlink == 1
+    assert pointer.read_text() == f"{6:020d}.checkpoint\n"
 
 
 def test_the_same_checkpoint_again_changes_nothing(tmp_path: Path) -> None:

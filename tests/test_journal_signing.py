@@ -252,3 +252,61 @@ def test_a_service_write_signs_only_when_no_newer_head_covers_it(tmp_path: Path)
     assert store.covered(folder) == path
     store.append("A", "note", {})
     assert store.covered(folder) is None
+
+
+def test_a_store_takes_its_own_last_checkpoint_as_read_while_the_folder_holds_its_bytes(
+    two: tuple[SqlStore, SqlStore], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Signing checks the journal against the newest checkpoint kept. When that is the
+    one this store signed last, byte for byte, its signature is the store's own over
+    those bytes and is not verified again; the other writer's is verified, and so is
+    the store's own once a byte of it changed: a forgery is refused."""
+    import credit.journal.tree as tree
+
+    verified: list[str] = []
+    real = tree.verify_checkpoint
+
+    def counting(data: bytes, *args: Any, **kwargs: Any) -> Any:
+        verified.append(Path(str(kwargs.get("source"))).name)
+        return real(data, *args, **kwargs)
+
+    monkeypatch.setattr(tree, "verify_checkpoint", counting)
+    first, second = two
+    folder = tmp_path / "checkpoints"
+    first.append("A", "step.done", {})
+    first.checkpoint(folder)  # size 1
+    verified.clear()
+    first.append("A", "step.done", {})
+    first.checkpoint(folder)  # size 2, over its own size 1
+    assert verified == []
+    second.append("B", "step.done", {})
+    second.checkpoint(folder)  # size 3, over the first store's size 2
+    assert verified == [f"{2:020d}.checkpoint"]
+    first.append("A", "step.done", {})
+    first.checkpoint(folder)  # size 4, over the second store's size 3
+    verified.clear()
+    own = folder / f"{4:020d}.checkpoint"
+    lines = own.read_text(encoding="utf-8").split("\n")
+    lines[2] = "A" * 43 + "="  # another root under the same signature
+    own.write_text("\n".join(lines), encoding="utf-8")
+    first.append("A", "step.done", {})
+    with pytest.raises(JournalIntegrityError) as refused:
+        first.checkpoint(folder)
+    assert refused.value.check == "signature" and verified == [own.name]
+
+
+def test_a_checkpoint_signed_last_is_taken_as_read_only_for_the_key_that_signed_it(
+    tmp_path: Path,
+) -> None:
+    from credit.journal.signer import ephemeral_key
+    from credit.journal.tree import LastSigned, newest_checkpoint, sign_head
+
+    signer, other = ephemeral_key(), ephemeral_key()
+    last = LastSigned()
+    leaves = [leaf_hash(b"entry")]
+    sign_head(signer, tmp_path, 1, root(leaves), lambda n: root(leaves[:n]), last=last)
+    kept = newest_checkpoint(tmp_path, signer.verifier, origin=signer.name, last=last)
+    assert kept is not None and kept.checkpoint.size == 1
+    with pytest.raises(JournalIntegrityError) as unknown:
+        newest_checkpoint(tmp_path, other.verifier, last=last)
+    assert unknown.value.check == "unknown-key"

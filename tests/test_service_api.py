@@ -187,6 +187,9 @@ def test_decide_on_a_case_never_taken_in_is_404_naming_the_case(api: Api) -> Non
     response = api.decide("API-NOBODY")
     assert response.status_code == 404
     assert error(response)["caseId"] == "API-NOBODY"
+    # the decide claims the case before it reads it: the 404 gave the claim up, so
+    # the case, taken in later, is decided at once
+    assert api.decided(approvable("API-NOBODY"))["decision"]["decision"] == "approve"
 
 
 def test_a_path_case_id_outside_the_case_id_alphabet_is_422(api: Api) -> None:

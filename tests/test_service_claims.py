@@ -5,12 +5,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from sqlalchemy import event
 
 from credit.service.claims import MemoryClaims, SqlClaims
+from credit.service.keys import SqlKeyStore
 from credit.service.tables import ServiceDb
-from service_support import BACKENDS, database
+from service_support import BACKENDS, CHEAP_SCRYPT_N, database
 
 
 @pytest.fixture(params=(*BACKENDS, "memory"))
@@ -62,3 +65,41 @@ def test_of_many_threads_claiming_at_once_exactly_one_wins(
     for t in threads:
         t.join()
     assert sorted(results) == [False] * 11 + [True]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_claim_commits_without_waiting_for_the_disk_and_every_other_write_still_does(
+    backend: str, tmp_path: Path
+) -> None:
+    # A claim need outlive a crash only with the decide it claimed, whose synced commit
+    # comes after it on the same log: its own commit does not sync. A key created or
+    # revoked on the same connections, after a claim, still commits synced.
+    with database(backend, tmp_path) as (url, schema), ServiceDb(url, schema=schema) as db:
+        claims, keys = SqlClaims(db), SqlKeyStore(db, scrypt_n=CHEAP_SCRYPT_N)
+        commits: list[str] = []
+
+        def level_at_commit(conn: Any) -> None:
+            raw = conn.connection.driver_connection
+            if db.dialect == "sqlite":
+                synced = raw.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+            else:
+                synced = raw.execute("SHOW synchronous_commit").fetchone()[0] == "on"
+            commits.append("synced" if synced else "unsynced")
+
+        event.listen(db.engine, "commit", level_at_commit)
+        assert claims.claim("decide:C-1", "a", stale_after_s=300)
+        record, _key = keys.create("reviewer", "A. Reviewer")
+        assert claims.claim("decide:C-2", "a", stale_after_s=300)
+        claims.release("decide:C-2", "a")  # the claimed work failed: given up, synced
+        keys.revoke(record.key_id)
+        assert not claims.claim("decide:C-1", "b", stale_after_s=300)
+        keys.create("auditor", "An Auditor")
+        assert commits == [
+            "unsynced",
+            "synced",
+            "unsynced",
+            "synced",
+            "synced",
+            "unsynced",
+            "synced",
+        ]

@@ -15,9 +15,12 @@ Writers are serialised so the chain never forks: every write transaction first t
 the store's write lock, then reads the head, then appends at ``seq = head + 1``.
 
 - SQLite: WAL mode, ``synchronous=FULL`` (a commit is on disk when it returns), a busy
-  timeout, and ``BEGIN IMMEDIATE`` for writes. The sqlite3 driver's own BEGIN is
-  switched off and SQLAlchemy emits ours, per the SQLAlchemy SQLite documentation
-  ("Enabling Non-Legacy SQLite Transactional Modes": the connect/begin event hooks).
+  timeout, and ``BEGIN IMMEDIATE`` for writes. (The one exception is a write beside
+  the journal that asks for it, :func:`write_transaction` with ``synced=False``: a
+  service claim, made durable by the synced commit after it.) The sqlite3 driver's own
+  BEGIN is switched off and SQLAlchemy emits ours, per the SQLAlchemy SQLite
+  documentation ("Enabling Non-Legacy SQLite Transactional Modes": the connect/begin
+  event hooks).
 - PostgreSQL (psycopg 3): ``pg_advisory_xact_lock`` on a key derived from the schema
   name, taken before the head is read and released at commit or rollback.
 
@@ -99,7 +102,7 @@ from credit.journal.base import (
 from credit.journal.checkpoint import CHECKPOINT_SUFFIX
 from credit.journal.merkle import KeptFrontiers, MerkleLog, leaf_hash
 from credit.journal.signer import JournalKey, load_journal_key
-from credit.journal.tree import covering_checkpoint, sign_head
+from credit.journal.tree import LastSigned, covering_checkpoint, sign_head
 from credit.journal.writerlock import FifoLock, writer_lock
 from credit.kinds import INTAKE_ACCEPTED
 
@@ -130,6 +133,8 @@ CARRIED_VIEWS: Final = 512
 
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 _WRITE: Final = "credit_journal_write"
+_UNSYNCED: Final = "credit_journal_unsynced"  # a write whose commit does not sync (SQLite)
+_SYNCHRONOUS: Final = "credit_journal_synchronous"  # a SQLite connection's level now
 _GROWN: Final = "credit_journal_tree"
 
 
@@ -235,17 +240,26 @@ def sqlite_file(url: URL) -> Path | None:
 
 
 @contextlib.contextmanager
-def write_transaction(engine: Engine) -> Iterator[Connection]:
+def write_transaction(engine: Engine, *, synced: bool = True) -> Iterator[Connection]:
     """A write transaction on an engine set up by :func:`engine_for`, for the tables
     beside the journal (the service's keys and claims): on a SQLite file it queues on
     the file's writer lock with the journal's writers (:mod:`credit.journal.writerlock`)
     and begins ``IMMEDIATE``, so it neither polls for SQLite's lock nor jumps the queue.
-    Never open one inside a journal write on the same file (it would wait for itself)."""
+    Never open one inside a journal write on the same file (it would wait for itself).
+
+    ``synced`` false: the commit is visible to every reader when it returns, as any,
+    but does not wait for the disk itself (SQLite ``synchronous = NORMAL`` for this
+    transaction, PostgreSQL ``synchronous_commit = off``): it is made durable by the
+    next synced commit on the database, whose sync of the same log (the WAL) takes
+    every commit before it along. Only for a row that need not outlive a crash unless
+    a later synced commit depends on it (a service claim)."""
     path = sqlite_file(engine.url)
     queue = writer_lock(path).held() if path is not None else contextlib.nullcontext()
     with queue, engine.connect() as conn:
-        conn.execution_options(**{_WRITE: True})
+        conn.execution_options(**{_WRITE: True, _UNSYNCED: not synced})
         with conn.begin():
+            if not synced and engine.dialect.name == "postgresql":
+                conn.exec_driver_sql("SET LOCAL synchronous_commit TO OFF")
             yield conn
 
 
@@ -283,7 +297,17 @@ def _sqlite_engine(url: URL) -> Engine:
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
-        write = conn.get_execution_options().get(_WRITE, False)
+        options = conn.get_execution_options()
+        write = options.get(_WRITE, False)
+        if write:
+            # Each write sets the level its commit needs (a connection in the pool keeps
+            # the last one set): FULL, unless it asked for an unsynced commit. SQLite
+            # takes the level only outside a transaction, so before BEGIN.
+            level = "NORMAL" if options.get(_UNSYNCED, False) else "FULL"
+            info = conn.connection.info
+            if info.get(_SYNCHRONOUS, "FULL") != level:
+                conn.exec_driver_sql(f"PRAGMA synchronous = {level}")
+                info[_SYNCHRONOUS] = level
         conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
     return engine
@@ -355,6 +379,7 @@ class SqlStore:
         self._key = key
         self._log: MerkleLog | None = None
         self._signed: tuple[int, bytes] | None = None  # the head this store signed last
+        self._last_signed = LastSigned()  # and the checkpoint it kept for it
         self._frontiers = KeptFrontiers()
         self._tree_lock = threading.Lock()
         self._committed = threading.local()  # .size: the tree after this thread's commit
@@ -832,7 +857,7 @@ class SqlStore:
                         log.append(leaf)
                 return log.root()
 
-            path = sign_head(self.key, directory, size, head, root_at)
+            path = sign_head(self.key, directory, size, head, root_at, last=self._last_signed)
         self._signed = (size, head)
         return path
 

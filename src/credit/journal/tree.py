@@ -4,8 +4,9 @@
 tree head, the newest checkpoint kept is read and verified, and the tree the store
 holds must still have that checkpoint's root at that checkpoint's size; a shorter
 tree (truncated) or another root there (a rewritten history) is refused, so the key
-never signs over a tampered journal. :func:`inclusion` gives each entry's RFC 9162
-audit path against a checkpoint.
+never signs over a tampered journal. (The checkpoint a store signed last, still there
+byte for byte, is its own signature over those bytes: :class:`LastSigned`.)
+:func:`inclusion` gives each entry's RFC 9162 audit path against a checkpoint.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from pathlib import Path
 from credit.errors import CreditError, JournalIntegrityError
 from credit.journal.audit import KeptCheckpoint
 from credit.journal.checkpoint import (
+    Checkpoint,
     newest_file,
+    parse_checkpoint,
     sign_checkpoint,
     verify_checkpoint,
     write_checkpoint,
@@ -27,19 +30,69 @@ from credit.journal.keys import VerifierKey
 from credit.journal.merkle import inclusion_proof, verify_inclusion
 from credit.journal.signer import JournalKey
 
-__all__ = ["Inclusion", "covering_checkpoint", "inclusion", "newest_checkpoint", "sign_head"]
+__all__ = [
+    "Inclusion",
+    "LastSigned",
+    "Signed",
+    "covering_checkpoint",
+    "inclusion",
+    "newest_checkpoint",
+    "sign_head",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Signed:
+    """A checkpoint as its signer wrote it: the file's name, the bytes, what they say."""
+
+    name: str
+    data: bytes
+    checkpoint: Checkpoint
+    verifier: VerifierKey
+
+
+class LastSigned:
+    """The checkpoint a store signed last (:func:`sign_head` keeps it here). When the
+    folder's newest is still that file with those bytes, its signature is the store's
+    own, made over exactly these bytes: it is taken as read, not verified again
+    (about 0.15 ms a signature, most of it Ed25519). Any other file, or this one
+    changed by a byte, is verified as ever."""
+
+    def __init__(self) -> None:
+        self.signed: Signed | None = None
 
 
 def newest_checkpoint(
-    directory: Path, verifier: VerifierKey, *, origin: str | None = None, pointer: bool = True
+    directory: Path,
+    verifier: VerifierKey,
+    *,
+    origin: str | None = None,
+    pointer: bool = True,
+    last: LastSigned | None = None,
 ) -> KeptCheckpoint | None:
     """The checkpoint of the largest tree size kept in ``directory``, its signature
     verified (JournalIntegrityError naming the file if it does not), or None.
     ``pointer``: found by the folder's pointer when it has one (signing), else by
-    listing the folder (:func:`credit.journal.checkpoint.newest_file`)."""
+    listing the folder (:func:`credit.journal.checkpoint.newest_file`). ``last``: the
+    checkpoint the caller signed itself, taken as read while the file holds its bytes
+    (:class:`LastSigned`; the caller's key is ``verifier``'s)."""
     newest = newest_file(directory, pointer=pointer)
     if newest is None:
         return None
+    own = last.signed if last is not None else None
+    if (
+        own is not None
+        and own.name == newest
+        and own.verifier == verifier
+        and (origin is None or own.checkpoint.origin == origin)
+    ):
+        path = directory / newest
+        try:
+            same = path.read_bytes() == own.data
+        except OSError:
+            same = False
+        if same:
+            return KeptCheckpoint(str(path), own.checkpoint)
     return _verified_file(directory, newest, verifier, origin)
 
 
@@ -88,11 +141,15 @@ def sign_head(
     size: int,
     root: bytes,
     root_at: Callable[[int], bytes],
+    *,
+    last: LastSigned | None = None,
 ) -> Path:
     """Sign the tree head (``size``, ``root``) in the C2SP checkpoint format, origin
     the key's name, and keep it in ``directory``: refused when the newest checkpoint
-    kept is larger than the tree or ``root_at`` its size is not its root."""
-    newest = newest_checkpoint(directory, key.verifier, origin=key.name)
+    kept is larger than the tree or ``root_at`` its size is not its root. ``last``:
+    where the signer keeps the checkpoint it signed last (:class:`LastSigned`), for
+    the next signature; always signed with ``key``."""
+    newest = newest_checkpoint(directory, key.verifier, origin=key.name, last=last)
     if newest is not None:
         if newest.size > size:
             raise JournalIntegrityError(
@@ -110,7 +167,11 @@ def sign_head(
                 checkpoint=newest.path,
                 tree_size=newest.size,
             )
-    return write_checkpoint(directory, sign_checkpoint(key.name, size, root, key.signing))
+    data = sign_checkpoint(key.name, size, root, key.signing)
+    path = write_checkpoint(directory, data)
+    if last is not None:
+        last.signed = Signed(path.name, data, parse_checkpoint(data), key.verifier)
+    return path
 
 
 @dataclass(frozen=True, slots=True)

@@ -242,7 +242,9 @@ def _route(
     )
 
 
-def _service(request: Request) -> CaseService:
+async def _service(request: Request) -> CaseService:
+    # async: FastAPI runs a plain function dependency on a worker thread, a hand-off
+    # (and on a busy machine a wait for the thread to be scheduled) for an attribute read.
     service: CaseService = request.app.state.service
     return service
 

@@ -7,11 +7,13 @@ actions, the notice step); this module adds the service's own rules:
 - **The system finishes its own work** at start-up (:meth:`CaseService.start`) and on
   every read of a case: a decision a killed worker left awaiting review is reviewed, a
   released decline's notice is sent, never left to a person.
-- **Decide exactly once.** A decide first checks the journal, then takes the
-  ``decide:<caseId>`` claim (:mod:`credit.service.claims`), then checks again: of any
-  number of concurrent decides, across worker processes, one runs the turn and the
-  Keystone review; every other gets :class:`~credit.errors.AlreadyDecidedError` (409)
-  and changes nothing. A case whose own content stopped its turn (a term the policy
+- **Decide exactly once.** A decide takes the ``decide:<caseId>`` claim
+  (:mod:`credit.service.claims`), then reads the case, and whether it is still
+  undecided, in its group commit under the journal's write lock: of any number of
+  concurrent decides, across worker processes, one runs the turn and the Keystone
+  review; every other gets :class:`~credit.errors.AlreadyDecidedError` (409) and
+  changes nothing (a claim found held: the journal says whether the case is decided
+  or a decide is under way). A case whose own content stopped its turn (a term the policy
   does not offer) is a 422 naming the field on the first decide and on every one after,
   which journal nothing.
 - **A person's action, once.** Every action (release, reject, an officer's decision, a
@@ -268,14 +270,15 @@ class CaseService:
 
     def decide(self, case_id: str, principal: Principal) -> dict[str, Any]:
         """Run the governed underwriter turn and the Keystone review, exactly once."""
-        document = self._document(case_id)
         busy = AlreadyDecidedError(
             "this case is being decided by another request; nothing was changed",
             case_id=case_id,
         )
         # A claim held is a decide under way, or one done (its claim is kept): the
         # case's journal says which, and a case decided before is refused with why.
-        claimed = self._claimed(f"decide:{case_id}", busy, taken=lambda: self._not_decided(case_id))
+        # The claim is taken first, the case read under it: a case never taken in is a
+        # 404 whose claim is given up at once.
+        claimed = self._claimed(f"decide:{case_id}", busy, taken=lambda: self._decided(case_id))
         with claimed:
             # The turn and the Keystone review are one group commit (one durable commit,
             # the case read once): a worker killed inside leaves nothing, and the case
@@ -283,6 +286,9 @@ class CaseService:
             # of its own, once the release it depends on is durable. Whether the case is
             # still undecided is read inside it, under the write lock.
             with self.store.group_commit([case_id]):
+                # The case's document as the group read it (checked against its intake
+                # digest there): a case never taken in is a 404, its claim given up.
+                document = self._document(case_id)
                 self._not_decided(case_id)
                 result = self.runtime.run_turn(case_id, self.underwriter, serve=True)
                 life = self.work.finish(case_id, notify=False)
@@ -295,6 +301,12 @@ class CaseService:
                     life = self.work.finish(case_id)
         self.committed()
         return self.view(case_id, principal, standing=(document, life))
+
+    def _decided(self, case_id: str) -> None:
+        """Why a case whose decide claim is held may not be decided (404, 409, 422); a
+        return means a decide of it is under way."""
+        self._document(case_id)
+        self._not_decided(case_id)
 
     def _not_decided(self, case_id: str) -> None:
         life = self.work.life(case_id)

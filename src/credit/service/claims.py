@@ -5,6 +5,12 @@
 insert that does nothing on a conflict, an update conditioned on the old time. Across
 processes exactly one caller gets True. ``release`` gives a claim up when the claimed
 work did not happen (it failed), so it may be tried again.
+
+A claim commits without a sync of its own (``ServiceDb.write(synced=False)``): it is
+visible to every worker when its commit returns, and the work it claims commits synced
+after it on the same log, which makes it durable too. A crash before that work's commit
+may lose it, with nothing claimed done (the work is free to run again at once), or keep
+it (taken over once stale, as the claim of any worker that died).
 """
 
 from __future__ import annotations
@@ -61,7 +67,10 @@ class SqlClaims:
         t = self._table
         now = time.time()
         insert: Any = pg_insert if self._db.dialect == "postgresql" else sqlite_insert
-        with self._db.failures(), self._db.write() as conn:
+        # Not synced: a claim is visible to every worker when its commit returns, and
+        # needs to outlive a crash only with the work it claimed, whose own synced
+        # commit comes after it on the same log and takes it along.
+        with self._db.failures(), self._db.write(synced=False) as conn:
             inserted = conn.execute(
                 insert(t)
                 .values(claim=name, holder=holder, claimed_at=now)

@@ -90,10 +90,11 @@ class ServiceDb:
                 "run `credit db upgrade`)"
             )
 
-    def write(self) -> contextlib.AbstractContextManager[Connection]:
+    def write(self, *, synced: bool = True) -> contextlib.AbstractContextManager[Connection]:
         """A write transaction, queued with the journal's writers on a SQLite file
-        (:func:`credit.journal.sql.write_transaction`)."""
-        return write_transaction(self.engine)
+        (:func:`credit.journal.sql.write_transaction`); ``synced`` false: its commit
+        does not wait for the disk (a claim)."""
+        return write_transaction(self.engine, synced=synced)
 
     def failures(self) -> _Failures:
         """Driver failures become JournalError naming the database."""
