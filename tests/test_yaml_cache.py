@@ -300,24 +300,8 @@ def test_a_folder_that_cannot_be_written_leaves_loading_as_it_was_and_no_torn_en
     elif failing == "replace":
         monkeypatch.setattr(yamldata.os, "replace", refuse)
     else:
-        real_open = open
-
-        class HalfWritten:
-            def __init__(self, handle: int, mode: str) -> None:
-                self.out = real_open(handle, mode)
-
-            def __enter__(self) -> HalfWritten:
-                return self
-
-            def __exit__(self, *exc: object) -> None:
-                self.out.close()
-
-            def write(self, blob: bytes) -> int:
-                self.out.write(blob[: len(blob) // 2])
-                self.out.flush()
-                raise OSError(errno.ENOSPC, "No space left on device")
-
-        monkeypatch.setattr(yamldata, "open", HalfWritten, raising=False)
+        full = OSError(errno.ENOSPC, "No space left on device")
+        monkeypatch.setattr(yamldata, "open", _half_written(full), raising=False)
     for _ in range(2):
         assert same(yamldata.load_yaml(path), _parsed(path))
     assert same(yamldata.load_yaml(DATA / "reasons.yaml"), _parsed(DATA / "reasons.yaml"))
@@ -331,24 +315,7 @@ def test_a_process_stopped_half_way_through_an_entry_leaves_no_entry(
     """Stopped (an interrupt) with half an entry written: nothing under the entry's name
     and no temporary file; the next load parses the file and keeps it whole."""
     path = DATA / "legal-frame.yaml"
-    real_open = open
-
-    class Interrupted:
-        def __init__(self, handle: int, mode: str) -> None:
-            self.out = real_open(handle, mode)
-
-        def __enter__(self) -> Interrupted:
-            return self
-
-        def __exit__(self, *exc: object) -> None:
-            self.out.close()
-
-        def write(self, blob: bytes) -> int:
-            self.out.write(blob[: len(blob) // 2])
-            self.out.flush()
-            raise KeyboardInterrupt
-
-    monkeypatch.setattr(yamldata, "open", Interrupted, raising=False)
+    monkeypatch.setattr(yamldata, "open", _half_written(KeyboardInterrupt()), raising=False)
     with pytest.raises(KeyboardInterrupt):
         yamldata.load_yaml(path)
     assert list(cache.iterdir()) == []
@@ -456,6 +423,29 @@ def test_a_file_that_does_not_parse_is_refused_as_before_and_never_cached(
 
 def _parsed(path: Path) -> Any:
     return PARSE(path, path.read_text(encoding="utf-8"))
+
+
+def _half_written(stop: BaseException) -> Any:
+    """An ``open`` for the cache's entry file that writes half the entry, then raises
+    ``stop`` (a full disk, an interrupt)."""
+    real_open = open
+
+    class HalfWritten:
+        def __init__(self, handle: int, mode: str) -> None:
+            self.out = real_open(handle, mode)
+
+        def __enter__(self) -> HalfWritten:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.out.close()
+
+        def write(self, blob: bytes) -> int:
+            self.out.write(blob[: len(blob) // 2])
+            self.out.flush()
+            raise stop
+
+    return HalfWritten
 
 
 @contextlib.contextmanager
