@@ -154,6 +154,21 @@ def test_a_notice_is_sent_only_after_its_release_is_durable(
     assert all(durable)
 
 
+def counted_commits(store: Store, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The store's group commits, one item each, from now on."""
+    commits: list[int] = []
+    real = store.group_commit
+
+    @contextmanager
+    def counted(case_ids: Any = ()) -> Iterator[None]:
+        commits.append(1)
+        with real(case_ids):
+            yield
+
+    monkeypatch.setattr(store, "group_commit", counted)
+    return commits
+
+
 def test_a_groups_notices_take_two_commits_not_one_each(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -161,20 +176,20 @@ def test_a_groups_notices_take_two_commits_not_one_each(
     sendings; its ethics findings. Four commits, however many notices it sends."""
     lines = batch(30)
     with open_store(f"sqlite:///{tmp_path / 'journal'}.db") as store:
-        commits: list[int] = []
-        real = store.group_commit
-
-        @contextmanager
-        def counted(case_ids: Any = ()) -> Iterator[None]:
-            commits.append(1)
-            with real(case_ids):
-                yield
-
-        monkeypatch.setattr(store, "group_commit", counted)
+        commits = counted_commits(store, monkeypatch)
         pipeline = Pipeline(store, DirectoryOutbox(tmp_path / "outbox"), group_size=15)
         summary = pipeline.run(lines)
     assert summary.notices_sent > 4  # both groups send several
     assert len(commits) == 2 * 4
+    # no notice owed, no commit for notices (then one, to read the cases, when none of
+    # them owes a notice: nothing to send, nothing to journal as sent)
+    with open_store(f"sqlite:///{tmp_path / 'journal'}.db") as again:
+        commits = counted_commits(again, monkeypatch)
+        work = Pipeline(again, DirectoryOutbox(tmp_path / "outbox")).work
+        work.send_notices([])
+        assert commits == []
+        work.send_notices([line.raw["caseId"] for line in lines])  # all notified already
+        assert len(commits) == 1
 
 
 class Crash(BaseException):

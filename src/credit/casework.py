@@ -215,6 +215,8 @@ class CaseWork:
         that did not reach the outbox. A step that fails for one case is journaled for
         that case (``turn.failed``, or ``notice.blocked`` for a send the outbox refused)
         and the others go on; a case another writer moved meanwhile is finished alone."""
+        if not case_ids:
+            return  # no commit to make
         verified: list[_Verified] = []
         alone: list[str] = []
         with self.store.group_commit(case_ids):
@@ -233,14 +235,15 @@ class CaseWork:
                 if isinstance(step, _Verified):
                     verified.append(step)
         delivered = [(step, self._deliver(step)) for step in verified]
-        with self.store.group_commit([step.case_id for step in verified]):
-            for step, delivery in delivered:
-                try:
-                    self._journal_delivery(step, delivery)
-                except StaleCaseError:
-                    alone.append(step.case_id)
-                except Exception as err:
-                    self._fail(step.life, "notice", err)
+        if delivered:  # else every notice was blocked or failed: nothing to journal
+            with self.store.group_commit([step.case_id for step in verified]):
+                for step, delivery in delivered:
+                    try:
+                        self._journal_delivery(step, delivery)
+                    except StaleCaseError:
+                        alone.append(step.case_id)
+                    except Exception as err:
+                        self._fail(step.life, "notice", err)
         for case_id in alone:
             self.finish(case_id)
 
