@@ -426,6 +426,8 @@ def test_the_sql_store_offers_no_way_to_update_or_delete() -> None:
         "leaf_hashes",
         "seal",
         "tree_head",
+        "case_entries",
+        "case_files",
         "case_ids",
         "close",
         "decision_entry",

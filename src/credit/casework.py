@@ -51,7 +51,14 @@ from credit.kinds import (
     SAFETY_REFUSAL,
     TURN_FAILED,
 )
-from credit.lifecycle import OFFICER_DECIDES, CaseLife, WorkItem, fold, fold_all
+from credit.lifecycle import (
+    OFFICER_DECIDES,
+    STANDING_KINDS,
+    CaseLife,
+    WorkItem,
+    fold,
+    fold_all,
+)
 from credit.models import Case, parse_case
 from credit.notice_format import Notice, NoticeBasis
 from credit.notices.outbox import Outbox, notice_file_problem
@@ -60,11 +67,13 @@ from credit.policy import PolicyRegistry
 from credit.roles import Actor, Role
 from credit.underwriters.runtime import failure_payload
 
-__all__ = ["RETRIES", "CaseWork", "NoticeOutcome"]
+__all__ = ["LIFE_PAGE", "RETRIES", "CaseWork", "NoticeOutcome"]
 
 # How many times an action is judged again when the case moved under it (another
 # worker's entry landed between the read and the write).
 RETRIES: Final = 5
+# Cases whose entries are read at a time when every case is looked at for pending work.
+LIFE_PAGE: Final = 1000
 _T = TypeVar("_T")
 
 
@@ -140,8 +149,33 @@ class CaseWork:
 
     # ------------------------------------------------------------------ the system's work
 
+    def finish_pending(self) -> dict[str, CaseLife]:
+        """Finish the system's pending work on every case (a review, a notice), reading
+        the journal a page of cases at a time (:data:`LIFE_PAGE`): what a run or a
+        service worker does first holds one page in memory, never the whole journal.
+        Only the entries the fold reads for where a case stands are read
+        (:data:`credit.lifecycle.STANDING_KINDS`: not the turns' transcripts, the
+        largest). The lives of the cases that had work, as they stand after. A case
+        with system work has a recorded decision, so its document was taken in: the
+        cases are those the store holds documents for (:meth:`Store.case_ids`)."""
+        done: dict[str, CaseLife] = {}
+        pool: ComparisonPool | None = None
+        case_ids = self.store.case_ids()
+        for start in range(0, len(case_ids), LIFE_PAGE):
+            page = case_ids[start : start + LIFE_PAGE]
+            entries = self.store.case_entries(page, STANDING_KINDS)
+            for case_id in page:
+                if fold(case_id, entries.get(case_id, ()), self.registry).system_work is None:
+                    continue
+                if pool is None:
+                    pool = self.keystone.equipoise.pool()
+                done[case_id] = self.finish(case_id, pool=pool)
+        return done
+
     def finish_all(self) -> dict[str, CaseLife]:
-        """Finish the system's pending work on every case (a review, a notice)."""
+        """Finish the system's pending work on every case (a review, a notice), and
+        every case's life after it (the whole journal in memory: the queue's view;
+        :meth:`finish_pending` finishes the same work a page at a time)."""
         lives = self.lives()
         pending = [c for c, life in lives.items() if life.system_work is not None]
         if pending:

@@ -66,6 +66,7 @@ __all__ = [
     "FINAL_STATES",
     "ITEM_KINDS",
     "ROLE_OF",
+    "STANDING_KINDS",
     "STATES",
     "CaseLife",
     "CurrentDecision",
@@ -78,6 +79,28 @@ __all__ = [
     "fold_all",
     "recorded_reasons",
 ]
+
+# The kinds of entry :func:`fold` reads for where a case stands (its state, its work
+# item, its system work): an entry of any other kind moves only ``last_seq``. A reader
+# that only asks where cases stand may read these alone (a test checks the fold gives
+# the same standing from them as from every entry).
+STANDING_KINDS: Final = frozenset(
+    {
+        INTAKE_ACCEPTED,
+        *DECISION_KINDS,
+        *REVIEW_KINDS,
+        KEYSTONE_HELD,
+        KEYSTONE_APPROVED,
+        KEYSTONE_RELEASED,
+        KEYSTONE_REJECTED,
+        NOTICE_VERIFIED,
+        NOTICE_SENT,
+        NOTICE_BLOCKED,
+        SAFETY_REFUSAL,
+        TURN_FAILED,
+        CASE_WITHDRAWN,
+    }
+)
 
 State = Literal[
     "received",

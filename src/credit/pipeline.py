@@ -317,8 +317,9 @@ class Pipeline:
     def finish(self) -> dict[str, CaseLife]:
         """Stages 3 and 4 for every case in the journal: the Keystone review of each
         decision awaiting it, and the notice of each released decline or
-        counteroffer (:meth:`credit.casework.CaseWork.finish_all`)."""
-        return self.work.finish_all()
+        counteroffer (:meth:`credit.casework.CaseWork.finish_pending`: the journal
+        read a page of cases at a time). The lives of the cases that had such work."""
+        return self.work.finish_pending()
 
     def _review(self, case_ids: Sequence[str], pool: ComparisonPool) -> list[str]:
         """Stage 3 for these cases (:meth:`credit.casework.CaseWork.finish`, the notice

@@ -48,7 +48,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -61,6 +61,7 @@ from credit.governance.fair_lending import (
     FairLendingConfig,
     default_fair_lending_config,
     group_of,
+    monitoring_from,
     read_monitoring,
 )
 from credit.governance.findings import Finding, Review
@@ -77,6 +78,7 @@ _V = TypeVar("_V")
 
 _SHOWN = 5  # comparables named in a finding (the count is given in full)
 _CACHED = 1024  # parsed files and monitoring records kept, the most recently used
+POOL_PAGE: Final = 1000  # journal entries the comparison pool reads at a time
 
 
 def _recall(cache: OrderedDict[str, _V], key: str) -> _V | None:
@@ -183,25 +185,41 @@ class ComparisonPool:
         self._codes: list[dict[str, int]] = [{} for _ in equipoise.config.comparative_attributes]
 
     def refresh(self) -> ComparisonPool:
+        """Read what the journal recorded since the last refresh: a page of entries at
+        a time (:data:`POOL_PAGE`), and the files of a page's decisions in a few reads
+        (:meth:`credit.journal.base.Store.case_files`), so a pool built over a long
+        journal neither holds it all at once nor reads each case alone."""
         eq = self._eq
-        for entry in eq.store.entries(
-            kinds=[*DECISION_KINDS, KEYSTONE_REJECTED], after_seq=self._mark
-        ):
-            self._mark = entry.seq
-            case_id = entry.case_id
-            if case_id is None:
-                continue
-            if entry.kind == KEYSTONE_REJECTED:
-                where = self._where.get(case_id)
-                about = entry.payload.get("decisionSeq")
-                if where is not None:
-                    product, row = self._where[case_id]
-                    if about is None or about == int(self._products[product].seq[row]):
-                        self._drop(case_id)
-                continue
-            self._drop(case_id)
-            self._add(case_id, entry)
-        return self
+        kinds = [*DECISION_KINDS, KEYSTONE_REJECTED]
+        while True:
+            page = eq.store.entries(kinds=kinds, after_seq=self._mark, limit=POOL_PAGE)
+            decided: dict[int, Decision] = {}
+            for entry in page:
+                if entry.kind != KEYSTONE_REJECTED and entry.case_id is not None:
+                    decision = self._comparable(entry.case_id, entry)
+                    if decision is not None:
+                        decided[entry.seq] = decision
+            files = eq.files_of([e.case_id for e in page if e.seq in decided and e.case_id])
+            for entry in page:
+                self._mark = entry.seq
+                case_id = entry.case_id
+                if case_id is None:
+                    continue
+                if entry.kind == KEYSTONE_REJECTED:
+                    where = self._where.get(case_id)
+                    about = entry.payload.get("decisionSeq")
+                    if where is not None:
+                        product, row = self._where[case_id]
+                        if about is None or about == int(self._products[product].seq[row]):
+                            self._drop(case_id)
+                    continue
+                self._drop(case_id)
+                decision = decided.get(entry.seq)
+                if decision is not None:
+                    case, monitoring = files.get(case_id, (None, None))
+                    self._add(case_id, entry, decision, case, monitoring)
+            if len(page) < POOL_PAGE:
+                return self
 
     def _drop(self, case_id: str) -> None:
         where = self._where.pop(case_id, None)
@@ -209,16 +227,26 @@ class ComparisonPool:
             product, row = where
             self._products[product].drop(row)
 
-    def _add(self, case_id: str, entry: Entry) -> None:
-        eq = self._eq
+    def _comparable(self, case_id: str, entry: Entry) -> Decision | None:
+        """The recorded decision, if it is one the pool compares with (readable, and not
+        an excluded outcome)."""
         try:
             decision = parse_decision(entry.payload.get("decision"), case_id=case_id)
         except InputError:
-            return
-        if decision.decision in eq.config.comparative_excluded:
-            return
-        case = eq.case_of(case_id)
-        monitoring, _ = eq.monitoring_of(case_id)
+            return None
+        if decision.decision in self._eq.config.comparative_excluded:
+            return None
+        return decision
+
+    def _add(
+        self,
+        case_id: str,
+        entry: Entry,
+        decision: Decision,
+        case: Case | None,
+        monitoring: MonitoringData | None,
+    ) -> None:
+        eq = self._eq
         if case is None or monitoring is None:
             return
         factors = file_factors(case, decision)
@@ -300,6 +328,21 @@ class Equipoise:
         if data is not None:
             _keep(self._monitoring, case_id, data)
         return data, problem
+
+    def files_of(self, case_ids: list[str]) -> dict[str, tuple[Case | None, MonitoringData | None]]:
+        """Many cases' files (document and monitoring data), read together: as
+        :meth:`case_of` and :meth:`monitoring_of` read each (an unreadable document or
+        invalid monitoring data is None), without filling their caches."""
+        out: dict[str, tuple[Case | None, MonitoringData | None]] = {}
+        for case_id, (document, raw) in self.store.case_files(case_ids).items():
+            case = None
+            if document is not None:
+                try:
+                    case = parse_case(dict(document))
+                except InputError:
+                    case = None
+            out[case_id] = (case, monitoring_from(raw)[0])
+        return out
 
     def case_of(self, case_id: str) -> Case | None:
         cached = _recall(self._cases, case_id)

@@ -406,7 +406,11 @@ def group_of(attribute: str, monitoring: MonitoringData | None, config: FairLend
 
 def read_monitoring(store: Store, case_id: str) -> tuple[MonitoringData | None, str | None]:
     """The case's monitoring data, and why it could not be read (if it could not)."""
-    raw = store.get_monitoring(case_id)
+    return monitoring_from(store.get_monitoring(case_id))
+
+
+def monitoring_from(raw: Mapping[str, Any] | None) -> tuple[MonitoringData | None, str | None]:
+    """Monitoring data from a vault row as read, and why it is not valid (if not)."""
     if raw is None:
         return None, None
     try:

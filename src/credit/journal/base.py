@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import Any, Final, NamedTuple, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -55,6 +55,7 @@ from credit.kinds import DECISION_RECORDED, INTAKE_ACCEPTED
 __all__ = [
     "DECISION_KIND",
     "GENESIS_HASH",
+    "CaseFile",
     "ChainReport",
     "Clock",
     "DecisionAlreadyRecordedError",
@@ -280,6 +281,13 @@ def authenticate(key: JournalKey, entries: Sequence[Entry]) -> Sequence[Entry]:
     return entries
 
 
+class CaseFile(NamedTuple):
+    """A case's stored document and its own vault row (monitoring data), as read."""
+
+    document: Mapping[str, Any] | None
+    monitoring: Mapping[str, Any] | None
+
+
 class Store(Protocol):
     """The journal and its side stores. SQL (SQLite, PostgreSQL) and in-memory."""
 
@@ -316,9 +324,11 @@ class Store(Protocol):
         case_id: str | None = None,
         kinds: Sequence[str] | None = None,
         after_seq: int = 0,
+        limit: int | None = None,
     ) -> list[Entry]:
         """Entries in chain order, optionally of one case, of some kinds, and only
-        those after a sequence number (to read a journal incrementally)."""
+        those after a sequence number (to read a journal incrementally); ``limit``:
+        at most that many, the first (to read a long journal a page at a time)."""
         ...
 
     def decision_entry(self, case_id: str) -> Entry | None: ...
@@ -336,6 +346,22 @@ class Store(Protocol):
     def get_monitoring(self, case_id: str) -> Mapping[str, Any] | None: ...
 
     def case_ids(self) -> list[str]: ...
+
+    def case_files(self, case_ids: Sequence[str]) -> dict[str, CaseFile]:
+        """Many cases' stored documents and their own vault rows at once, each checked
+        as :meth:`get_case` and :meth:`get_monitoring` check it (JournalIntegrityError
+        for the first case asked for that fails): a few reads for many cases, where a
+        reader of each case alone makes four (a comparison pool built over every case
+        decided before)."""
+        ...
+
+    def case_entries(
+        self, case_ids: Sequence[str], kinds: Iterable[str] | None = None
+    ) -> dict[str, list[Entry]]:
+        """The entries (of ``kinds``, or all) of each of many cases (each case's in
+        chain order; a case with none is absent), each one's hash and MAC verified as
+        in :meth:`authentic_entries`: the journal read a page of cases at a time."""
+        ...
 
     @property
     def key(self) -> JournalKey:
@@ -475,13 +501,15 @@ class InMemoryStore:
         case_id: str | None = None,
         kinds: Sequence[str] | None = None,
         after_seq: int = 0,
+        limit: int | None = None,
     ) -> list[Entry]:
         with self._lock:
-            return [
+            found = [
                 e
                 for e in self._entries[max(after_seq, 0) :]
                 if (case_id is None or e.case_id == case_id) and (kinds is None or e.kind in kinds)
             ]
+        return found if limit is None else found[: max(limit, 0)]
 
     def decision_entry(self, case_id: str) -> Entry | None:
         with self._lock:
@@ -576,6 +604,19 @@ class InMemoryStore:
 
     def case_ids(self) -> list[str]:
         return list(self._cases)
+
+    def case_files(self, case_ids: Sequence[str]) -> dict[str, CaseFile]:
+        return {c: CaseFile(self.get_case(c), self.get_monitoring(c)) for c in case_ids}
+
+    def case_entries(
+        self, case_ids: Sequence[str], kinds: Iterable[str] | None = None
+    ) -> dict[str, list[Entry]]:
+        wanted, of = set(case_ids), None if kinds is None else frozenset(kinds)
+        out: dict[str, list[Entry]] = {}
+        for entry in self.authentic_entries():
+            if entry.case_id in wanted and (of is None or entry.kind in of):
+                out.setdefault(entry.case_id, []).append(entry)
+        return out
 
     @contextlib.contextmanager
     def group_commit(self, case_ids: Iterable[str] = ()) -> Iterator[None]:

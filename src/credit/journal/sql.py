@@ -86,6 +86,7 @@ from credit.journal.audit import (
 from credit.journal.base import (
     DECISION_KIND,
     GENESIS_HASH,
+    CaseFile,
     ChainReport,
     Clock,
     DecisionAlreadyRecordedError,
@@ -1013,15 +1014,19 @@ class SqlStore:
         case_id: str | None = None,
         kinds: Sequence[str] | None = None,
         after_seq: int = 0,
+        limit: int | None = None,
     ) -> list[Entry]:
         group = self._joined()
         if group is not None and case_id is not None:
             with self._failures():
-                return [
-                    e
-                    for e in self._view(group, case_id).entries
-                    if e.seq > after_seq and (kinds is None or e.kind in kinds)
-                ]
+                return _cut(
+                    [
+                        e
+                        for e in self._view(group, case_id).entries
+                        if e.seq > after_seq and (kinds is None or e.kind in kinds)
+                    ],
+                    limit,
+                )
         if group is not None and group.complete and after_seq >= group.start:
             # only entries the group itself appended (an incremental reader caught up),
             # in seq order: those after ``after_seq`` are a tail of the list (of each
@@ -1029,15 +1034,25 @@ class SqlStore:
             # mark, which grows with the group)
             if kinds is None:
                 added = group.added
-                return added[bisect.bisect_right(added, after_seq, key=_seq_of) :]
+                return _cut(added[bisect.bisect_right(added, after_seq, key=_seq_of) :], limit)
             tails = [
                 of_kind[bisect.bisect_right(of_kind, after_seq, key=_seq_of) :]
                 for kind in dict.fromkeys(kinds)
                 if (of_kind := group.added_by_kind.get(kind))
             ]
             if len(tails) == 1:
-                return tails[0]
-            return sorted((e for tail in tails for e in tail), key=_seq_of)
+                return _cut(tails[0], limit)
+            return _cut(sorted((e for tail in tails for e in tail), key=_seq_of), limit)
+        return self._entries_page(case_id, kinds, after_seq, limit)
+
+    def _entries_page(
+        self,
+        case_id: str | None,
+        kinds: Sequence[str] | None,
+        after_seq: int,
+        limit: int | None,
+    ) -> list[Entry]:
+        """The committed entries asked for (at most ``limit``), in seq order."""
         query = select(self._entries).order_by(self._entries.c.seq)
         if after_seq > 0:
             query = query.where(self._entries.c.seq > after_seq)
@@ -1045,6 +1060,8 @@ class SqlStore:
             query = query.where(self._entries.c.case_id == case_id)
         if kinds is not None:
             query = query.where(self._entries.c.kind.in_(list(kinds)))
+        if limit is not None:
+            query = query.limit(max(limit, 0))
         with self._read() as conn:
             return [self._entry(row) for row in conn.execute(query)]
 
@@ -1247,6 +1264,97 @@ class SqlStore:
                     select(self._cases.c.case_id).order_by(self._cases.c.position)
                 ).scalars()
             )
+
+    def case_files(self, case_ids: Sequence[str]) -> dict[str, CaseFile]:
+        """Three reads a page of cases (their documents, their vault rows and their
+        intake.accepted entries) where :meth:`get_case` and :meth:`get_monitoring`
+        make two each per case; each document and row checked as they check it. In a
+        group, the group's own views answer (what it wrote is not committed)."""
+        wanted = list(dict.fromkeys(case_ids))
+        if self._joined() is not None:
+            return {c: CaseFile(self.get_case(c), self.get_monitoring(c)) for c in wanted}
+        out: dict[str, CaseFile] = {}
+        e = self._entries.c
+        for start in range(0, len(wanted), VERIFY_PAGE):
+            page = wanted[start : start + VERIFY_PAGE]
+            with self._read() as conn:
+                documents: dict[str, str] = {
+                    row.case_id: row.document
+                    for row in conn.execute(
+                        select(self._cases.c.case_id, self._cases.c.document).where(
+                            self._cases.c.case_id.in_(page)
+                        )
+                    )
+                }
+                rows: dict[str, str] = {
+                    row.case_id: row.data
+                    for row in conn.execute(
+                        select(self._monitoring.c.case_id, self._monitoring.c.data).where(
+                            self._monitoring.c.case_id.in_(page)
+                        )
+                    )
+                }
+                accepted: dict[str, str] = {}
+                for row in conn.execute(
+                    select(e.case_id, e.payload)
+                    .where(e.case_id.in_(page), e.kind == INTAKE_ACCEPTED)
+                    .order_by(e.seq)
+                ):
+                    accepted.setdefault(row.case_id, row.payload)  # the first, as _accepted
+            for case_id in page:
+                taken = accepted.get(case_id)
+                intake = None if taken is None else dict(loads(taken))
+                text = documents.get(case_id)
+                document = None if text is None else dict(loads(text))
+                if document is not None and intake is not None:
+                    problem = document_problem(document, accepted_digest(intake))
+                    if problem is not None:
+                        raise Finding("case-document", problem, case_id=case_id).error()
+                raw = rows.get(case_id)
+                data = None if raw is None else dict(loads(raw))
+                if intake is not None:
+                    problem = vault_problem(self.key, case_id, data, vault_seal(intake, case_id))
+                    if problem is not None:
+                        raise Finding("vault", problem, case_id=case_id).error()
+                out[case_id] = CaseFile(document, data)
+        return out
+
+    def case_entries(
+        self, case_ids: Sequence[str], kinds: Iterable[str] | None = None
+    ) -> dict[str, list[Entry]]:
+        """One read a page of cases, each entry checked as it is read (hash and MAC,
+        as :meth:`authentic_entries`); an entry of another kind is not read at all.
+        In a group, the group's views answer."""
+        wanted = list(dict.fromkeys(case_ids))
+        of = None if kinds is None else sorted(set(kinds))
+        out: dict[str, list[Entry]] = {}
+        group = self._joined()
+        if group is not None:
+            with self._failures():
+                self._load_cases(group, wanted)
+                for case_id in wanted:
+                    found = [
+                        entry
+                        for entry in group.cases[case_id].entries
+                        if of is None or entry.kind in of
+                    ]
+                    if found:
+                        out[case_id] = found
+            return out
+        key, e = self.key, self._entries.c
+        for start in range(0, len(wanted), VERIFY_PAGE):
+            page = wanted[start : start + VERIFY_PAGE]
+            query = select(self._entries).where(e.case_id.in_(page)).order_by(e.seq)
+            if of is not None:
+                query = query.where(e.kind.in_(of))
+            with self._read() as conn:
+                for row in conn.execute(query):
+                    out.setdefault(row.case_id, []).append(self._checked(row, key))
+        return out
+
+
+def _cut(entries: list[Entry], limit: int | None) -> list[Entry]:
+    return entries if limit is None else entries[: max(limit, 0)]
 
 
 def open_store(

@@ -122,7 +122,7 @@ class CaseService:
 
     def start(self) -> None:
         """At start-up: finish what a killed worker left half way (reviews, notices)."""
-        self.work.finish_all()
+        self.work.finish_pending()
         self.committed()
 
     def close(self) -> None:
