@@ -30,7 +30,7 @@ from credit.governance.onramp import intake
 from credit.journal import InMemoryStore, SqlStore, Store
 from credit.journal.base import Entry
 from credit.lifecycle import STANDING_KINDS, fold
-from credit.notices.outbox import DirectoryOutbox
+from credit.notices.outbox import DirectoryOutbox, InMemoryOutbox
 from credit.pipeline import BatchLine, Pipeline
 from credit.policy import PolicyRegistry
 from credit.underwriters.runtime import SparkRuntime
@@ -310,3 +310,15 @@ def test_the_comparison_pool_read_in_pages_is_the_pool_read_at_once(
             assert (other.strength[:n] == block.strength[:n]).all()
             assert (other.groups[:n] == block.groups[:n]).all()
             assert (other.rank[:n] == block.rank[:n]).all()
+
+
+def test_the_queue_read_a_page_of_cases_at_a_time_is_every_open_item(
+    ran: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    work = credit.casework.CaseWork(ran, InMemoryOutbox(), clock=FixedClock(TODAY))
+    whole = [life.item for life in work.lives().values() if life.item is not None]
+    expected = sorted(whole, key=lambda i: (i.deadline, i.opened_seq))
+    assert expected  # referrals and held decisions: a person's items
+    monkeypatch.setattr(credit.casework, "LIFE_PAGE", 3)
+    assert work.queue(finish=False) == expected
+    assert work.queue() == expected  # nothing pending: the same items

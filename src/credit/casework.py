@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
@@ -142,47 +142,53 @@ class CaseWork:
 
     def queue(self, *, finish: bool = True) -> list[WorkItem]:
         """Every open work item, most urgent first (then in the order opened). With
-        ``finish`` (the default) the system first finishes its own pending work."""
-        lives = self.finish_all() if finish else self.lives()
-        items = [life.item for life in lives.values() if life.item is not None]
+        ``finish`` (the default) the system first finishes its own pending work. The
+        journal is read a page of cases at a time (:meth:`_standings`), never held
+        whole: the queue's memory grows with its items, not with the journal."""
+        items = []
+        pool: ComparisonPool | None = None
+        for life in self._standings():
+            if finish and life.system_work is not None:
+                if pool is None:
+                    pool = self.keystone.equipoise.pool()
+                life = self.finish(life.case_id, pool=pool)
+            if life.item is not None:
+                items.append(life.item)
         return sorted(items, key=lambda i: (i.deadline, i.opened_seq))
 
-    # ------------------------------------------------------------------ the system's work
-
-    def finish_pending(self) -> dict[str, CaseLife]:
-        """Finish the system's pending work on every case (a review, a notice), reading
-        the journal a page of cases at a time (:data:`LIFE_PAGE`): what a run or a
-        service worker does first holds one page in memory, never the whole journal.
-        Only the entries the fold reads for where a case stands are read
-        (:data:`credit.lifecycle.STANDING_KINDS`: not the turns' transcripts, the
-        largest). The lives of the cases that had work, as they stand after. A case
-        with system work has a recorded decision, so its document was taken in: the
-        cases are those the store holds documents for (:meth:`Store.case_ids`)."""
-        done: dict[str, CaseLife] = {}
-        pool: ComparisonPool | None = None
+    def _standings(self) -> Iterator[CaseLife]:
+        """Where each case stands (its state, work item and system work), folded a page
+        of cases at a time (:data:`LIFE_PAGE`) from the entries that say it
+        (:data:`credit.lifecycle.STANDING_KINDS`; not the turns' transcripts, the
+        largest), each entry's hash and MAC verified as it is read. Such a life's
+        ``last_seq`` is its last standing entry's: never the ``after`` of a write
+        (:meth:`life` reads the case whole). A case with an entry has a document
+        (intake stores both in one commit), so the cases are those the store holds
+        documents for (:meth:`Store.case_ids`), in the order taken in."""
         case_ids = self.store.case_ids()
         for start in range(0, len(case_ids), LIFE_PAGE):
             page = case_ids[start : start + LIFE_PAGE]
             entries = self.store.case_entries(page, STANDING_KINDS)
             for case_id in page:
-                if fold(case_id, entries.get(case_id, ()), self.registry).system_work is None:
-                    continue
-                if pool is None:
-                    pool = self.keystone.equipoise.pool()
-                done[case_id] = self.finish(case_id, pool=pool)
-        return done
+                yield fold(case_id, entries.get(case_id, ()), self.registry)
 
-    def finish_all(self) -> dict[str, CaseLife]:
-        """Finish the system's pending work on every case (a review, a notice), and
-        every case's life after it (the whole journal in memory: the queue's view;
-        :meth:`finish_pending` finishes the same work a page at a time)."""
-        lives = self.lives()
-        pending = [c for c, life in lives.items() if life.system_work is not None]
-        if pending:
-            pool = self.keystone.equipoise.pool()
-            for case_id in pending:
-                lives[case_id] = self.finish(case_id, pool=pool)
-        return lives
+    # ------------------------------------------------------------------ the system's work
+
+    def finish_pending(self) -> dict[str, CaseLife]:
+        """Finish the system's pending work on every case (a review, a notice), found a
+        page of cases at a time (:meth:`_standings`): what a run and a service worker
+        do first holds one page in memory, never the whole journal (the queue does the
+        same as it goes). The lives of the cases that had work, as they stand after
+        (read whole)."""
+        done: dict[str, CaseLife] = {}
+        pool: ComparisonPool | None = None
+        for standing in self._standings():
+            if standing.system_work is None:
+                continue
+            if pool is None:
+                pool = self.keystone.equipoise.pool()
+            done[standing.case_id] = self.finish(standing.case_id, pool=pool)
+        return done
 
     def finish(
         self, case_id: str, *, pool: ComparisonPool | None = None, notify: bool = True
