@@ -438,6 +438,7 @@ class InMemoryStore:
         self._chain_decisions: dict[str, list[int]] = {}
         self._cases: dict[str, Mapping[str, Any]] = {}
         self._monitoring: dict[str, Mapping[str, Any]] = {}
+        self._by_case: dict[str, list[Entry]] = {}  # each case's entries, in chain order
         self._log = MerkleLog()
         self._leaves: list[bytes] = []
         self._frontiers = KeptFrontiers()
@@ -458,6 +459,7 @@ class InMemoryStore:
         self._log.append(leaf)
         if case_id is not None:
             self._last[case_id] = entry.seq
+            self._by_case.setdefault(case_id, []).append(entry)
             if kind == INTAKE_ACCEPTED:
                 self._accepted.setdefault(case_id, entry.payload)
             elif kind == DECISION_KIND:
@@ -528,7 +530,11 @@ class InMemoryStore:
 
     def authentic_entries(self, case_id: str | None = None) -> list[Entry]:
         """Entries this store made and holds (immutable): their MACs are checked."""
-        entries = self.entries(case_id)
+        return self._marked(self.entries(case_id))
+
+    def _marked(self, entries: list[Entry]) -> list[Entry]:
+        """The entries, once each one's MAC is verified (this store made and holds
+        them, immutable: their hashes hold)."""
         for entry in entries:
             problem = mac_problem(self._key, entry.hash, entry.mac)
             if problem is not None:
@@ -611,11 +617,13 @@ class InMemoryStore:
     def case_entries(
         self, case_ids: Sequence[str], kinds: Iterable[str] | None = None
     ) -> dict[str, list[Entry]]:
-        wanted, of = set(case_ids), None if kinds is None else frozenset(kinds)
+        of = None if kinds is None else frozenset(kinds)
         out: dict[str, list[Entry]] = {}
-        for entry in self.authentic_entries():
-            if entry.case_id in wanted and (of is None or entry.kind in of):
-                out.setdefault(entry.case_id, []).append(entry)
+        for case_id in dict.fromkeys(case_ids):
+            with self._lock:
+                found = [e for e in self._by_case.get(case_id, ()) if of is None or e.kind in of]
+            if found:
+                out[case_id] = self._marked(found)
         return out
 
     @contextlib.contextmanager
