@@ -110,3 +110,54 @@ def test_a_string_is_written_as_json_writes_it_whatever_its_characters(value: st
 
     assert canonical.json_string(value) == json.dumps(value, ensure_ascii=False)
     assert dumps(value) == canonical.json_string(value)
+
+
+def _as_json_reads(data: str | bytes) -> tuple[str, Any]:
+    import json
+
+    try:
+        return "ok", json.loads(
+            data, parse_float=Decimal, parse_constant=canonical._reject_constant
+        )
+    except (ValueError, TypeError) as err:
+        return type(err).__name__, str(err)
+
+
+def _as_loads_reads(data: str | bytes) -> tuple[str, Any]:
+    try:
+        return "ok", loads(data)
+    except (ValueError, TypeError) as err:
+        return type(err).__name__, str(err)
+
+
+JSON_TEXTS = st.one_of(
+    values.map(lambda v: reference_dumps(v, sort_keys=True)),
+    st.text(),
+    st.sampled_from(["NaN", "[Infinity]", "\ufeff{}", '{"a": 1e-7}', "[1.50, 2]", "{", ""]),
+)
+
+
+@settings(max_examples=400)
+@given(JSON_TEXTS, st.sampled_from(["str", "utf-8", "utf-16", "utf-32-le", "bytearray"]))
+def test_loads_reads_text_and_bytes_as_json_loads_does_with_its_options(
+    text: str, form: str
+) -> None:
+    """loads keeps one decoder instead of json.loads building one per call: the same
+    value, or the same error, for text, for bytes in any encoding JSON allows and
+    for a byte-order mark."""
+    try:
+        data: str | bytes = (
+            text
+            if form == "str"
+            else bytearray(text.encode("utf-8"))
+            if form == "bytearray"
+            else text.encode(form)
+        )
+    except UnicodeEncodeError:  # a lone surrogate has no bytes
+        data = text
+    assert _as_loads_reads(data) == _as_json_reads(data)
+
+
+def test_loads_refuses_what_is_not_text_or_bytes() -> None:
+    with pytest.raises(TypeError, match="must be str or bytes, not int"):
+        loads(3)  # type: ignore[arg-type]

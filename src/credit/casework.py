@@ -67,13 +67,15 @@ from credit.policy import PolicyRegistry
 from credit.roles import Actor, Role
 from credit.underwriters.runtime import failure_payload
 
-__all__ = ["LIFE_PAGE", "RETRIES", "CaseWork", "NoticeOutcome"]
+__all__ = ["LIFE_PAGE", "PENDING_MARK", "RETRIES", "CaseWork", "NoticeOutcome"]
 
 # How many times an action is judged again when the case moved under it (another
 # worker's entry landed between the read and the write).
 RETRIES: Final = 5
 # Cases whose entries are read at a time when every case is looked at for pending work.
 LIFE_PAGE: Final = 1000
+# The mark (Store.mark) of the cases the last search for pending work found pending.
+PENDING_MARK: Final = "casework.pending"
 _T = TypeVar("_T")
 
 
@@ -156,7 +158,7 @@ class CaseWork:
                 items.append(life.item)
         return sorted(items, key=lambda i: (i.deadline, i.opened_seq))
 
-    def _standings(self) -> Iterator[CaseLife]:
+    def _standings(self, case_ids: Sequence[str] | None = None) -> Iterator[CaseLife]:
         """Where each case stands (its state, work item and system work), folded a page
         of cases at a time (:data:`LIFE_PAGE`) from the entries that say it
         (:data:`credit.lifecycle.STANDING_KINDS`; not the turns' transcripts, the
@@ -164,8 +166,10 @@ class CaseWork:
         ``last_seq`` is its last standing entry's: never the ``after`` of a write
         (:meth:`life` reads the case whole). A case with an entry has a document
         (intake stores both in one commit), so the cases are those the store holds
-        documents for (:meth:`Store.case_ids`), in the order taken in."""
-        case_ids = self.store.case_ids()
+        documents for (:meth:`Store.case_ids`), in the order taken in; or
+        ``case_ids``, in their order."""
+        if case_ids is None:
+            case_ids = self.store.case_ids()
         for start in range(0, len(case_ids), LIFE_PAGE):
             page = case_ids[start : start + LIFE_PAGE]
             entries = self.store.case_entries(page, STANDING_KINDS)
@@ -179,15 +183,37 @@ class CaseWork:
         page of cases at a time (:meth:`_standings`): what a run and a service worker
         do first holds one page in memory, never the whole journal (the queue does the
         same as it goes). The lives of the cases that had work, as they stand after
-        (read whole)."""
+        (read whole).
+
+        The cases looked at are those the last search left pending or that have an
+        entry saying where they stand since it (the mark :data:`PENDING_MARK`): a case
+        stands where its entries put it, so one with no such entry since stands where
+        that search found it. Without a mark, every case. Each search keeps a new mark,
+        made on the head it read before it began (an entry written meanwhile is after
+        the mark, and its case is looked at again next time), so a start reads what
+        the journal gained since the last, not the whole journal."""
+        head = self.store.tree_head()[0]
+        mark = self.store.mark(PENDING_MARK)
+        if mark is None:
+            candidates = None
+        else:
+            pending = mark.data.get("pending")
+            if isinstance(pending, list) and all(isinstance(c, str) for c in pending):
+                candidates = self.store.touched_cases(mark.seq, STANDING_KINDS, including=pending)
+            else:  # not a mark this code keeps: every case, as without one
+                mark, candidates = None, None
+        found: list[str] = []
         done: dict[str, CaseLife] = {}
         pool: ComparisonPool | None = None
-        for standing in self._standings():
+        for standing in self._standings(candidates):
             if standing.system_work is None:
                 continue
+            found.append(standing.case_id)
             if pool is None:
                 pool = self.keystone.equipoise.pool()
             done[standing.case_id] = self.finish(standing.case_id, pool=pool)
+        if mark is None or head > mark.seq or found != mark.data.get("pending"):
+            self.store.put_mark(PENDING_MARK, head, {"pending": found})
         return done
 
     def finish(

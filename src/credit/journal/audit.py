@@ -53,6 +53,8 @@ __all__ = [
     "link_problem",
     "load_checkpoints",
     "mac_problem",
+    "mark_body",
+    "mark_problem",
     "vault_case",
     "vault_problem",
     "vault_seal",
@@ -215,6 +217,34 @@ def vault_problem(
         return f"vault row {name!r} is missing (its intake.accepted entry sealed one)"
     if not key.checks_seal(name, data, sealed):
         return f"vault row {name!r} does not match its seal (the row was edited or moved)"
+    return None
+
+
+def mark_body(seq: int, head_hash: str, data: Mapping[str, Any]) -> dict[str, Any]:
+    """What a mark's seal covers: the entry it was made on (its seq and hash) and what
+    was derived from the journal through that entry."""
+    return {"seq": seq, "hash": head_hash, "data": dict(data)}
+
+
+def mark_problem(
+    key: JournalKey,
+    name: str,
+    seq: int,
+    head_hash: str,
+    data: Mapping[str, Any],
+    sealed: str,
+    hash_at_seq: str | None,
+) -> str | None:
+    """Why a kept mark is not one to start from: its seal is not the key's over what it
+    says, or the chain no longer holds, at its seq, the entry it was made on
+    (``hash_at_seq``: that entry's hash now, the genesis hash for seq 0, None when the
+    journal is shorter)."""
+    if not key.checks_mark(name, mark_body(seq, head_hash, data), sealed):
+        return f"mark {name!r} does not match its seal (the row was edited)"
+    if hash_at_seq is None:
+        return f"mark {name!r} was made on entry {seq}, which the journal no longer holds"
+    if hash_at_seq != head_hash:
+        return f"mark {name!r} was made on entry {seq}, whose hash has changed since"
     return None
 
 

@@ -29,7 +29,7 @@ from typing import Any, Final, NamedTuple, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from credit.canonical import canonical_bytes, dumps
+from credit.canonical import canonical_bytes, dumps, loads
 from credit.clock import Clock, SystemClock, clock_from_env
 from credit.errors import CreditError
 from credit.journal.audit import (
@@ -43,6 +43,8 @@ from credit.journal.audit import (
     document_problem,
     link_problem,
     mac_problem,
+    mark_body,
+    mark_problem,
     vault_case,
     vault_problem,
     vault_seal,
@@ -62,6 +64,7 @@ __all__ = [
     "Entry",
     "InMemoryStore",
     "JournalError",
+    "Mark",
     "StaleCaseError",
     "Store",
     "SystemClock",
@@ -288,6 +291,37 @@ class CaseFile(NamedTuple):
     monitoring: Mapping[str, Any] | None
 
 
+class Mark(NamedTuple):
+    """What a reader derived from the journal through entry ``seq`` (``data``), kept
+    beside the chain under a name so that a later reader starts from it and reads only
+    what came after (:meth:`Store.mark`). A cache, never a record: without it the
+    reader derives the same from the whole journal."""
+
+    seq: int
+    data: Mapping[str, Any]
+
+
+def checked_mark(
+    key: JournalKey,
+    name: str,
+    kept: tuple[int, str, Mapping[str, Any], str],
+    hash_at_seq: str | None,
+) -> Mark:
+    """The kept mark (seq, the hash of the entry it was made on, data, seal) if it is
+    the key's and the chain still holds that entry (:func:`mark_problem`), else
+    JournalIntegrityError (``check`` ``mark``)."""
+    seq, head_hash, data, sealed = kept
+    problem = mark_problem(key, name, seq, head_hash, data, sealed, hash_at_seq)
+    if problem is not None:
+        raise Finding("mark", problem, seq=seq).error()
+    return Mark(seq, data)
+
+
+def mark_row(key: JournalKey, name: str, seq: int, head_hash: str, data: Mapping[str, Any]) -> str:
+    """The seal a mark is kept with (over its name, entry and data)."""
+    return key.seal_mark(name, mark_body(seq, head_hash, data))
+
+
 class Store(Protocol):
     """The journal and its side stores. SQL (SQLite, PostgreSQL) and in-memory."""
 
@@ -361,6 +395,27 @@ class Store(Protocol):
         """The entries (of ``kinds``, or all) of each of many cases (each case's in
         chain order; a case with none is absent), each one's hash and MAC verified as
         in :meth:`authentic_entries`: the journal read a page of cases at a time."""
+        ...
+
+    def touched_cases(
+        self, after_seq: int, kinds: Iterable[str], including: Iterable[str] = ()
+    ) -> list[str]:
+        """The cases with an entry of ``kinds`` after ``after_seq``, and those of
+        ``including`` the store holds, in the order taken in (as :meth:`case_ids`): what
+        a reader starting from a mark made on entry ``after_seq`` reads again."""
+        ...
+
+    def mark(self, name: str) -> Mark | None:
+        """The mark kept under ``name`` (None if none is): its seal verified under the
+        key and the entry it was made on still in the chain with the hash it had
+        (JournalIntegrityError, ``check`` ``mark``, otherwise: delete the row and the
+        reader derives it again from the whole journal)."""
+        ...
+
+    def put_mark(self, name: str, seq: int, data: Mapping[str, Any]) -> None:
+        """Keep ``data`` as what was derived from the journal through entry ``seq`` (at
+        most the head), in place of the mark kept under ``name``: sealed with the key,
+        bound to that entry's hash."""
         ...
 
     @property
@@ -442,6 +497,7 @@ class InMemoryStore:
         self._log = MerkleLog()
         self._leaves: list[bytes] = []
         self._frontiers = KeptFrontiers()
+        self._marks: dict[str, tuple[int, str, Mapping[str, Any], str]] = {}
 
     @property
     def key(self) -> JournalKey:
@@ -625,6 +681,47 @@ class InMemoryStore:
             if found:
                 out[case_id] = self._marked(found)
         return out
+
+    def touched_cases(
+        self, after_seq: int, kinds: Iterable[str], including: Iterable[str] = ()
+    ) -> list[str]:
+        of = frozenset(kinds)
+        with self._lock:
+            wanted = {
+                e.case_id
+                for e in self._entries[max(after_seq, 0) :]
+                if e.case_id is not None and e.kind in of
+            }
+            wanted.update(including)
+            return [c for c in self._cases if c in wanted]
+
+    def _hash_at(self, seq: int) -> str | None:
+        if seq == 0:
+            return GENESIS_HASH
+        return self._entries[seq - 1].hash if 0 < seq <= len(self._entries) else None
+
+    def mark(self, name: str) -> Mark | None:
+        with self._lock:
+            kept = self._marks.get(name)
+            if kept is None:
+                return None
+            at = self._hash_at(kept[0])
+        return checked_mark(self._key, name, kept, at)
+
+    def put_mark(self, name: str, seq: int, data: Mapping[str, Any]) -> None:
+        with self._lock:
+            head_hash = self._hash_at(seq)
+            if head_hash is None:
+                raise ValueError(
+                    f"no entry {seq} to make a mark on (the head is {len(self._entries)})"
+                )
+            body = loads(dumps(dict(data), sort_keys=True))  # as a store keeps it
+            self._marks[name] = (
+                seq,
+                head_hash,
+                body,
+                mark_row(self._key, name, seq, head_hash, body),
+            )
 
     @contextlib.contextmanager
     def group_commit(self, case_ids: Iterable[str] = ()) -> Iterator[None]:

@@ -58,6 +58,7 @@ DEFAULT_KEY_PATH: Final = Path("credit-journal.key")
 DEFAULT_CHECKPOINTS: Final = Path("checkpoints")
 DEFAULT_KEY_NAME: Final = "credit.local/journal"
 _SEAL_CONTEXT: Final = b"credit.journal vault-seal v1\x00"
+_MARK_CONTEXT: Final = b"credit.journal mark v1\x00"
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,11 +97,24 @@ class JournalKey:
         """Whether ``sealed`` is this key's seal of the vault row (constant time)."""
         return hmac.compare_digest(self.seal(name, data).encode(), sealed.encode("utf-8"))
 
+    def seal_mark(self, name: str, data: Mapping[str, Any]) -> str:
+        """The seal of a mark (what a reader derived from the journal through an entry,
+        kept beside it): an HMAC of its name and canonical JSON under a label of its
+        own, so a mark's seal is never a vault row's or an entry's MAC."""
+        return seal(self.mac_key, name, data, context=_MARK_CONTEXT)
 
-def seal(mac_key: bytes, name: str, data: Mapping[str, Any]) -> str:
+    def checks_mark(self, name: str, data: Mapping[str, Any], sealed: str) -> bool:
+        """Whether ``sealed`` is this key's seal of the mark (constant time)."""
+        return hmac.compare_digest(self.seal_mark(name, data).encode(), sealed.encode("utf-8"))
+
+
+def seal(
+    mac_key: bytes, name: str, data: Mapping[str, Any], *, context: bytes = _SEAL_CONTEXT
+) -> str:
     """HMAC-SHA256(mac key, label || name || 0x00 || canonical JSON of data), in hex.
-    The name is in it, so a row moved under another case's key does not match."""
-    message = _SEAL_CONTEXT + name.encode("utf-8") + b"\x00" + canonical_bytes(dict(data))
+    The name is in it, so a row moved under another case's key does not match; the
+    label (``context``: a vault row's by default) keeps each kind of seal apart."""
+    message = context + name.encode("utf-8") + b"\x00" + canonical_bytes(dict(data))
     return hmac.new(mac_key, message, sha256).hexdigest()
 
 

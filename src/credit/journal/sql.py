@@ -55,6 +55,7 @@ from sqlalchemy import (
     Table,
     Text,
     create_engine,
+    delete,
     event,
     func,
     inspect,
@@ -92,11 +93,14 @@ from credit.journal.base import (
     DecisionAlreadyRecordedError,
     Entry,
     JournalError,
+    Mark,
     Store,
     authenticate,
+    checked_mark,
     entry_hash,
     framed,
     make_entry,
+    mark_row,
     stale_case,
     walk_entry,
 )
@@ -139,7 +143,7 @@ _SYNCHRONOUS: Final = "credit_journal_synchronous"  # a SQLite connection's leve
 _GROWN: Final = "credit_journal_tree"
 
 
-def _tables(schema: str | None) -> tuple[MetaData, Table, Table, Table, Table]:
+def _tables(schema: str | None) -> tuple[MetaData, Table, Table, Table, Table, Table]:
     metadata = MetaData(schema=schema)
     entries = Table(
         "journal_entries",
@@ -175,11 +179,27 @@ def _tables(schema: str | None) -> tuple[MetaData, Table, Table, Table, Table]:
         Column("case_id", String, primary_key=True),
         Column("data", Text, nullable=False),
     )
-    return metadata, entries, decisions, cases, monitoring
+    # What a reader derived from the journal through an entry (Store.mark): a cache
+    # beside the chain, sealed with the key and bound to that entry's hash. A journal
+    # made before it has none (the store makes the table when it first keeps one).
+    marks = Table(
+        "journal_marks",
+        metadata,
+        Column("name", String, primary_key=True),
+        Column("seq", Integer, nullable=False),
+        Column("hash", String(64), nullable=False),
+        Column("data", Text, nullable=False),
+        Column("seal", String(64), nullable=False),
+    )
+    return metadata, entries, decisions, cases, monitoring, marks
+
+
+# Tables a journal may lack and still be opened as it is (made before them).
+_OPTIONAL_TABLES: Final = frozenset({"journal_marks"})
 
 
 def journal_metadata(schema: str | None = None) -> MetaData:
-    """A fresh MetaData holding the journal's four tables (migrations build on it)."""
+    """A fresh MetaData holding the journal's five tables (migrations build on it)."""
     return _tables(schema)[0]
 
 
@@ -403,9 +423,14 @@ class SqlStore:
         # readers' too) while they wait.
         self._sqlite_file = sqlite_file(parsed)
         self._pg_writers = FifoLock()
-        self._metadata, self._entries, self._decisions, self._cases, self._monitoring = _tables(
-            self.schema
-        )
+        (
+            self._metadata,
+            self._entries,
+            self._decisions,
+            self._cases,
+            self._monitoring,
+            self._marks,
+        ) = _tables(self.schema)
         if not create and not memory and not self._postgres:
             path = Path(parsed.database or "")
             if not path.is_file():
@@ -540,7 +565,8 @@ class SqlStore:
             missing = sorted(
                 name
                 for name in self._metadata.tables
-                if not inspector.has_table(name.rpartition(".")[2], schema=self.schema)
+                if name.rpartition(".")[2] not in _OPTIONAL_TABLES
+                and not inspector.has_table(name.rpartition(".")[2], schema=self.schema)
             )
         if missing:
             raise JournalError(f"no journal at {self.url} (missing tables: {', '.join(missing)})")
@@ -1351,6 +1377,77 @@ class SqlStore:
                 for row in conn.execute(query):
                     out.setdefault(row.case_id, []).append(self._checked(row, key))
         return out
+
+    def touched_cases(
+        self, after_seq: int, kinds: Iterable[str], including: Iterable[str] = ()
+    ) -> list[str]:
+        """Two reads: the cases with such an entry after ``after_seq`` (the entries'
+        primary key bounds the scan to the entries after it) and those named, each
+        page of names in one more; then ordered as taken in."""
+        e, c = self._entries.c, self._cases.c
+        touched = (
+            select(e.case_id)
+            .where(e.seq > after_seq, e.kind.in_(sorted(set(kinds))), e.case_id.is_not(None))
+            .distinct()
+        )
+        named = list(dict.fromkeys(including))
+        found: dict[str, int] = {}
+        with self._read() as conn:
+            for row in conn.execute(select(c.case_id, c.position).where(c.case_id.in_(touched))):
+                found[row.case_id] = row.position
+            for start in range(0, len(named), VERIFY_PAGE):
+                page = named[start : start + VERIFY_PAGE]
+                for row in conn.execute(select(c.case_id, c.position).where(c.case_id.in_(page))):
+                    found[row.case_id] = row.position
+        return sorted(found, key=found.__getitem__)
+
+    def _hash_at(self, conn: Connection, seq: int) -> str | None:
+        if seq == 0:
+            return GENESIS_HASH
+        found: str | None = conn.execute(
+            select(self._entries.c.hash).where(self._entries.c.seq == seq)
+        ).scalar_one_or_none()
+        return found
+
+    def _has_marks(self, conn: Connection) -> bool:
+        return inspect(conn).has_table(self._marks.name, schema=self.schema)
+
+    def mark(self, name: str) -> Mark | None:
+        m = self._marks.c
+        with self._read() as conn:
+            if not self._has_marks(conn):
+                return None
+            row = conn.execute(select(self._marks).where(m.name == name)).first()
+            if row is None:
+                return None
+            at = self._hash_at(conn, row.seq)
+        try:
+            data = loads(row.data)
+        except ValueError:
+            data = None
+        if not isinstance(data, dict):
+            raise Finding("mark", f"mark {name!r} is unreadable", seq=row.seq).error()
+        return checked_mark(self.key, name, (row.seq, row.hash, data, row.seal), at)
+
+    def put_mark(self, name: str, seq: int, data: Mapping[str, Any]) -> None:
+        text = dumps(dict(data), sort_keys=True)
+        body = loads(text)  # what a read gives back, and what the seal covers
+        with self._write() as conn:
+            head_hash = self._hash_at(conn, seq)
+            if head_hash is None:
+                raise ValueError(f"no entry {seq} to make a mark on")
+            if not self._has_marks(conn):
+                self._marks.create(conn, checkfirst=True)
+            conn.execute(delete(self._marks).where(self._marks.c.name == name))
+            conn.execute(
+                self._marks.insert().values(
+                    name=name,
+                    seq=seq,
+                    hash=head_hash,
+                    data=text,
+                    seal=mark_row(self.key, name, seq, head_hash, body),
+                )
+            )
 
 
 def _cut(entries: list[Entry], limit: int | None) -> list[Entry]:

@@ -1,7 +1,7 @@
 """Schema migrations (Alembic) for the journal's database, SQLite and PostgreSQL.
 
 ``upgrade(url)`` (``credit db upgrade``) brings a database to the newest revision:
-the journal's four tables exactly as :mod:`credit.journal.sql` defines them, and the
+the journal's five tables exactly as :mod:`credit.journal.sql` defines them, and the
 service's tables (:mod:`credit.service.tables`). With a PostgreSQL schema (``?schema=``
 or ``schema=``) the tables and Alembic's version table live in that schema, created
 if missing. A journal created before migrations (its tables made by the store itself)

@@ -1,0 +1,324 @@
+"""Marks: what a reader derived from the journal through an entry, kept beside the
+chain so that the next reader reads only what came after.
+
+The first reader that keeps one is the search for pending work a run and a service
+worker do first (:meth:`credit.casework.CaseWork.finish_pending`): a lender's journal
+only grows, and a start that folds every case ever taken in grows with it. A mark is a
+cache, never a record: it is sealed with the lender's key and bound to the hash of the
+entry it was made on, a reader refuses one that was edited or whose entry changed, and
+without one (deleted, or a journal made before marks) the reader derives the same from
+the whole journal. These scenarios hold on every backend."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import credit.casework
+from credit.casework import PENDING_MARK
+from credit.clock import FixedClock
+from credit.errors import JournalIntegrityError
+from credit.governance.onramp import intake
+from credit.journal import InMemoryStore, SqlStore, Store, open_store
+from credit.journal.base import checked_mark, mark_row
+from credit.journal.signer import ephemeral_key
+from credit.lifecycle import STANDING_KINDS
+from credit.notices.outbox import DirectoryOutbox
+from credit.pipeline import Pipeline
+from credit.underwriters.runtime import SparkRuntime
+from test_casework import TODAY, backend_store
+from test_journal_pages import _cases, _run
+from test_journal_store import raw_sql, sql_backend
+
+BACKENDS = ("memory", "sqlite", "postgresql")
+
+
+@pytest.fixture(params=BACKENDS)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    with _store(request.param, tmp_path, FixedClock(TODAY)) as opened:
+        yield opened
+
+
+@contextmanager
+def _store(backend: str, tmp_path: Path, clock: FixedClock) -> Iterator[Store]:
+    if backend == "memory":
+        yield InMemoryStore(clock)
+        return
+    with backend_store(backend, tmp_path, clock) as sql:
+        yield sql
+
+
+@contextmanager
+def _after_a_run(backend: str, tmp_path: Path, cases: int) -> Iterator[tuple[Store, Pipeline]]:
+    """A journal a run of ``cases`` generated cases left (its start kept a mark on the
+    empty journal), and a pipeline on it."""
+    clock = FixedClock(TODAY)
+    with _store(backend, tmp_path, clock) as store:
+        _run(store, tmp_path, cases=cases)
+        yield store, Pipeline(store, DirectoryOutbox(tmp_path / "outbox"), clock=clock)
+
+
+def _drop_marks(store: Store) -> None:
+    """Delete every mark behind the store's back."""
+    if isinstance(store, InMemoryStore):
+        store._marks.clear()
+    else:
+        assert isinstance(store, SqlStore)
+        raw_sql(store.url, store.schema, "DELETE FROM journal_marks")
+
+
+def _head(store: Store) -> int:
+    return store.tree_head()[0]
+
+
+# ------------------------------------------------------------------ the store's marks
+
+
+def test_a_mark_is_kept_read_back_and_replaced(store: Store) -> None:
+    assert store.mark("reader.one") is None  # none kept: the reader starts from nothing
+    store.put_mark("reader.one", 0, {"pending": []})  # on an empty journal: entry 0
+    for n in range(3):
+        store.append(f"M-{n}", "test.entry", {"n": n})
+    store.put_mark("reader.two", 2, {"pending": ["M-1"], "amount": 1.5})
+    assert store.mark("reader.one") == (0, {"pending": []})
+    kept = store.mark("reader.two")
+    assert kept is not None and kept.seq == 2
+    assert kept.data == {"pending": ["M-1"], "amount": pytest.approx(1.5)}
+    store.put_mark("reader.one", 3, {"pending": ["M-0", "M-2"]})
+    assert store.mark("reader.one") == (3, {"pending": ["M-0", "M-2"]})
+
+
+def test_a_mark_is_made_only_on_an_entry_the_journal_holds(store: Store) -> None:
+    store.append("M-1", "test.entry", {"n": 1})
+    with pytest.raises(ValueError, match="no entry 2"):
+        store.put_mark("reader", 2, {})
+    assert store.mark("reader") is None  # nothing kept
+
+
+def test_a_mark_sealed_with_another_key_or_on_another_entry_is_refused() -> None:
+    store = InMemoryStore(FixedClock(TODAY))
+    for n in range(3):
+        store.append("M-1", "test.entry", {"n": n})
+    store.put_mark("reader", 2, {"pending": []})
+    seq, head, data, _ = store._marks["reader"]
+    forged = mark_row(ephemeral_key(), "reader", seq, head, data)
+    store._marks["reader"] = (seq, head, data, forged)
+    with pytest.raises(JournalIntegrityError, match="does not match its seal") as caught:
+        store.mark("reader")
+    assert caught.value.check == "mark"
+    # the seal of the one entry does not vouch for another, nor for another name
+    sealed = mark_row(store.key, "reader", seq, head, data)
+    at_three = store.entries()[2].hash
+    with pytest.raises(JournalIntegrityError, match="does not match its seal"):
+        checked_mark(store.key, "reader", (3, at_three, data, sealed), at_three)
+    with pytest.raises(JournalIntegrityError, match="does not match its seal"):
+        checked_mark(store.key, "other", (seq, head, data, sealed), head)
+    # the entry it was made on: its hash changed, or gone
+    with pytest.raises(JournalIntegrityError, match="whose hash has changed"):
+        checked_mark(store.key, "reader", (seq, head, data, sealed), at_three)
+    with pytest.raises(JournalIntegrityError, match="no longer holds"):
+        checked_mark(store.key, "reader", (seq, head, data, sealed), None)
+    assert checked_mark(store.key, "reader", (seq, head, data, sealed), head) == (seq, data)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_mark_edited_or_whose_entry_changed_behind_the_stores_back_is_refused(
+    backend: str, tmp_path: Path
+) -> None:
+    with sql_backend(backend, tmp_path) as (store, url, schema):
+        for n in range(4):
+            store.append(f"M-{n}", "test.entry", {"n": n})
+        store.put_mark("reader", 3, {"pending": ["M-1"]})
+        raw_sql(url, schema, "UPDATE journal_marks SET data = '{\"pending\":[]}'")
+        with pytest.raises(JournalIntegrityError, match="does not match its seal") as caught:
+            store.mark("reader")
+        assert caught.value.check == "mark" and caught.value.seq == 3
+        raw_sql(url, schema, "UPDATE journal_marks SET data = 'not json'")
+        with pytest.raises(JournalIntegrityError, match="unreadable"):
+            store.mark("reader")
+        store.put_mark("reader", 3, {"pending": ["M-1"]})
+        raw_sql(url, schema, f"UPDATE journal_entries SET hash = '{'0' * 64}' WHERE seq = 3")
+        with pytest.raises(JournalIntegrityError, match="whose hash has changed"):
+            store.mark("reader")
+        raw_sql(url, schema, "DELETE FROM journal_marks")
+        assert store.mark("reader") is None  # deleted: the reader derives it again
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_journal_made_before_marks_opens_as_it_is_and_gets_the_table_on_first_mark(
+    backend: str, tmp_path: Path
+) -> None:
+    with sql_backend(backend, tmp_path) as (store, url, schema):
+        store.append("M-1", "test.entry", {"n": 1})
+        raw_sql(url, schema, "DROP TABLE journal_marks")
+        with open_store(url, schema=schema, create=False) as old:
+            assert old.mark("reader") is None
+            old.put_mark("reader", 1, {"pending": []})
+            assert old.mark("reader") == (1, {"pending": []})
+
+
+# ------------------------------------------------------------------ the cases touched
+
+
+def _touched_by_hand(
+    store: Store, after: int, kinds: frozenset[str], named: list[str]
+) -> list[str]:
+    """The cases touched after ``after``, found by reading every entry (the reference)."""
+    wanted = {e.case_id for e in store.entries(after_seq=after) if e.kind in kinds}
+    wanted.update(named)
+    return [c for c in store.case_ids() if c in wanted]
+
+
+@pytest.fixture(params=BACKENDS, scope="module")
+def ran(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Store]:
+    tmp = tmp_path_factory.mktemp(f"marks-{request.param}")
+    clock = FixedClock(TODAY)
+    if request.param == "memory":
+        memory = InMemoryStore(clock)
+        _run(memory, tmp, cases=24)
+        yield memory
+        return
+    with backend_store(request.param, tmp, clock) as sql:
+        _run(sql, tmp, cases=24)
+        yield sql
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_the_cases_touched_after_an_entry_are_those_its_later_entries_name(
+    ran: Store, data: st.DataObject
+) -> None:
+    head = _head(ran)
+    after = data.draw(st.integers(min_value=0, max_value=head + 2), label="after")
+    kinds = frozenset(
+        data.draw(st.sets(st.sampled_from(sorted(STANDING_KINDS)), min_size=1), label="kinds")
+    )
+    ids = ran.case_ids()
+    named = data.draw(st.lists(st.sampled_from([*ids, "NOT-A-CASE"]), max_size=4), label="named")
+    found = ran.touched_cases(after, kinds, including=named)
+    assert found == _touched_by_hand(ran, after, kinds, named)
+    assert "NOT-A-CASE" not in found
+
+
+# ------------------------------------------------------------------ the pending work
+
+
+class Asked:
+    """Which cases the search for pending work read (store.case_entries), by call."""
+
+    def __init__(self, store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.cases: list[str] = []
+        read = store.case_entries
+
+        def counted(case_ids: Any, kinds: Any = None) -> Any:
+            self.cases.extend(case_ids)
+            return read(case_ids, kinds)
+
+        monkeypatch.setattr(store, "case_entries", counted)
+
+
+def _left_awaiting_review(store: Store, pipeline: Pipeline, seed: int, prefix: str) -> list[str]:
+    """Cases a crash left decided and awaiting their review (turns without the gate)."""
+    left = []
+    for document in _cases(seed, 3, prefix):
+        intake(document, store)
+        SparkRuntime(store).run_turn(document["caseId"], pipeline.underwriter)
+        left.append(document["caseId"])
+    return left
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_start_reads_only_the_cases_touched_since_the_last_and_finds_the_same_work(
+    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with _after_a_run(backend, tmp_path, 16) as (
+        s,
+        pipeline,
+    ):  # its start kept a mark on the empty journal
+        asked = Asked(s, monkeypatch)
+        assert pipeline.finish() == {}  # the run's cases, touched since: read once
+        assert sorted(asked.cases) == sorted(s.case_ids())
+        mark = s.mark(PENDING_MARK)
+        assert mark is not None and mark.seq == _head(s) and mark.data == {"pending": []}
+
+        asked.cases.clear()
+        assert pipeline.finish() == {}  # nothing since: nothing read, no new mark
+        assert asked.cases == [] and s.mark(PENDING_MARK) == mark
+
+        left = _left_awaiting_review(s, pipeline, 4719, "LEFT")
+        asked.cases.clear()
+        done = pipeline.finish()
+        assert asked.cases == left  # only the cases touched since the mark, in order
+        assert set(done) == set(left)
+        assert all(life.system_work is None for life in pipeline.work.lives().values())
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_work_a_mark_names_is_found_again_and_without_a_mark_every_case_is_read(
+    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with _after_a_run(backend, tmp_path, 8) as (s, pipeline):
+        left = _left_awaiting_review(s, pipeline, 4720, "HELD")
+        # a search that found them and stopped before finishing them (a crash)
+        monkeypatch.setattr(pipeline.work, "finish", lambda case_id, pool=None: None)
+        assert set(pipeline.work.finish_pending()) == set(left)
+        mark = s.mark(PENDING_MARK)
+        assert mark is not None and mark.data == {"pending": left}
+        monkeypatch.undo()
+        asked = Asked(s, monkeypatch)
+        assert set(pipeline.finish()) == set(left)  # named by the mark, nothing since
+        assert asked.cases == left
+        # without the mark (deleted by hand, or never kept): every case, the same work
+        _drop_marks(s)
+        more = _left_awaiting_review(s, pipeline, 4721, "MORE")
+        asked.cases.clear()
+        assert set(pipeline.finish()) == set(more)
+        assert asked.cases == s.case_ids()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_case_that_comes_to_need_work_while_the_search_runs_is_found_by_the_next(
+    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The mark is made on the head read before the search began: an entry another
+    writer lands meanwhile is after it, so its case is read again next time."""
+    with _after_a_run(backend, tmp_path, 6) as (s, pipeline):
+        monkeypatch.setattr(credit.casework, "LIFE_PAGE", 2)
+        read = s.case_entries
+        landed: list[str] = []
+
+        def meanwhile(case_ids: Any, kinds: Any = None) -> Any:
+            if not landed:  # another writer, between the head's read and this page
+                landed.extend(_left_awaiting_review(s, pipeline, 4722, "LATE"))
+            return read(case_ids, kinds)
+
+        monkeypatch.setattr(s, "case_entries", meanwhile)
+        first = pipeline.finish()
+        monkeypatch.setattr(s, "case_entries", read)
+        assert landed and not set(first) & set(landed)  # not among the cases asked
+        assert set(pipeline.finish()) == set(landed)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_run_on_a_long_journal_finds_pending_work_as_a_full_fold_does(
+    backend: str, tmp_path: Path
+) -> None:
+    """Whatever the journal gained since the mark, in any order, the work found is the
+    work a fold of every case finds."""
+    with _after_a_run(backend, tmp_path, 6) as (s, pipeline):
+        rng = random.Random(11)
+        for round_ in range(3):
+            left = _left_awaiting_review(s, pipeline, 4730 + round_, f"R{round_}")
+            rng.shuffle(left)
+            expected = {c for c, life in pipeline.work.lives().items() if life.system_work}
+            assert expected == set(left)
+            assert set(pipeline.finish()) == expected
