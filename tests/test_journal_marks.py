@@ -107,25 +107,32 @@ def test_a_mark_sealed_with_another_key_or_on_another_entry_is_refused() -> None
     for n in range(3):
         store.append("M-1", "test.entry", {"n": n})
     store.put_mark("reader", 2, {"pending": []})
-    seq, head, data, _ = store._marks["reader"]
-    forged = mark_row(ephemeral_key(), "reader", seq, head, data)
-    store._marks["reader"] = (seq, head, data, forged)
+    seq, head, text, _ = store._marks["reader"]
+    forged = mark_row(ephemeral_key(), "reader", seq, head, text)
+    store._marks["reader"] = (seq, head, text, forged)
     with pytest.raises(JournalIntegrityError, match="does not match its seal") as caught:
         store.mark("reader")
     assert caught.value.check == "mark"
     # the seal of the one entry does not vouch for another, nor for another name
-    sealed = mark_row(store.key, "reader", seq, head, data)
+    sealed = mark_row(store.key, "reader", seq, head, text)
     at_three = store.entries()[2].hash
     with pytest.raises(JournalIntegrityError, match="does not match its seal"):
-        checked_mark(store.key, "reader", (3, at_three, data, sealed), at_three)
+        checked_mark(store.key, "reader", (3, at_three, text, sealed), at_three)
     with pytest.raises(JournalIntegrityError, match="does not match its seal"):
-        checked_mark(store.key, "other", (seq, head, data, sealed), head)
+        checked_mark(store.key, "other", (seq, head, text, sealed), head)
     # the entry it was made on: its hash changed, or gone
     with pytest.raises(JournalIntegrityError, match="whose hash has changed"):
-        checked_mark(store.key, "reader", (seq, head, data, sealed), at_three)
+        checked_mark(store.key, "reader", (seq, head, text, sealed), at_three)
     with pytest.raises(JournalIntegrityError, match="no longer holds"):
-        checked_mark(store.key, "reader", (seq, head, data, sealed), None)
-    assert checked_mark(store.key, "reader", (seq, head, data, sealed), head) == (seq, data)
+        checked_mark(store.key, "reader", (seq, head, text, sealed), None)
+    assert checked_mark(store.key, "reader", (seq, head, text, sealed), head) == (
+        seq,
+        {"pending": []},
+    )
+    # the same data written another way (a space) is not what was sealed
+    spaced = text.replace(":", ": ")
+    with pytest.raises(JournalIntegrityError, match="does not match its seal"):
+        checked_mark(store.key, "reader", (seq, head, spaced, sealed), head)
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
@@ -141,7 +148,7 @@ def test_a_mark_edited_or_whose_entry_changed_behind_the_stores_back_is_refused(
             store.mark("reader")
         assert caught.value.check == "mark" and caught.value.seq == 3
         raw_sql(url, schema, "UPDATE journal_marks SET data = 'not json'")
-        with pytest.raises(JournalIntegrityError, match="unreadable"):
+        with pytest.raises(JournalIntegrityError, match="does not match its seal"):
             store.mark("reader")
         store.put_mark("reader", 3, {"pending": ["M-1"]})
         raw_sql(url, schema, f"UPDATE journal_entries SET hash = '{'0' * 64}' WHERE seq = 3")

@@ -197,3 +197,32 @@ def test_an_entry_no_longer_readable_is_named_as_broken_rather_than_crashing(
     assert (report.ok, report.first_broken_seq, report.entries) == (False, 3, 3)
     assert report.detail == f"entry 3 is unreadable ({reason})"
     assert report.head == entries[1].hash
+
+
+def test_a_row_whose_text_is_not_as_written_is_judged_from_its_parsed_body(
+    journal: Journal,
+) -> None:
+    """The walk hashes a row's stored text without parsing it; a row whose text no
+    longer hashes to its hash is parsed: the same body written another way (spaces, key
+    order) still links, a changed value does not, and a previous hash that is not hex
+    (not even ASCII) is named as a broken link rather than crashing the walk."""
+    store, url, schema, _ = journal
+    raw_sql(
+        url,
+        schema,
+        'UPDATE journal_entries SET payload = \'{ "checks" : [ "fair-lending" ] }\' WHERE seq = 3',
+    )
+    assert store.verify().ok
+    raw_sql(url, schema, "UPDATE journal_entries SET payload = '{\"checks\":[]}' WHERE seq = 3")
+    report = store.verify()
+    assert (report.ok, report.first_broken_seq) == (False, 3)
+    assert "hash" in (report.detail or "")
+    raw_sql(
+        url,
+        schema,
+        'UPDATE journal_entries SET payload = \'{"checks":["fair-lending"]}\', '
+        f"prev_hash = '{'é' * 64}' WHERE seq = 3",
+    )
+    report = store.verify()
+    assert (report.ok, report.first_broken_seq) == (False, 3)
+    assert "does not link" in (report.detail or "")

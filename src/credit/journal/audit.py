@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from credit.canonical import canonical_bytes, sha256_hex
+from credit.canonical import canonical_bytes, json_string, sha256_hex
 from credit.errors import JournalIntegrityError
 from credit.journal.checkpoint import Checkpoint, read_checkpoints, verify_checkpoint
 from credit.journal.keys import VerifierKey
@@ -220,10 +220,12 @@ def vault_problem(
     return None
 
 
-def mark_body(seq: int, head_hash: str, data: Mapping[str, Any]) -> dict[str, Any]:
+def mark_body(seq: int, head_hash: str, text: str) -> bytes:
     """What a mark's seal covers: the entry it was made on (its seq and hash) and what
-    was derived from the journal through that entry."""
-    return {"seq": seq, "hash": head_hash, "data": dict(data)}
+    was derived from the journal through it (``text``, canonical JSON, as stored):
+    ``canonical_bytes({"seq": seq, "hash": head_hash, "data": data})`` written around
+    the stored text, which is not parsed and written again (a mark can be large)."""
+    return f'{{"data":{text},"hash":{json_string(head_hash)},"seq":{int(seq)}}}'.encode()
 
 
 def mark_problem(
@@ -231,15 +233,15 @@ def mark_problem(
     name: str,
     seq: int,
     head_hash: str,
-    data: Mapping[str, Any],
+    text: str,
     sealed: str,
     hash_at_seq: str | None,
 ) -> str | None:
     """Why a kept mark is not one to start from: its seal is not the key's over what it
-    says, or the chain no longer holds, at its seq, the entry it was made on
-    (``hash_at_seq``: that entry's hash now, the genesis hash for seq 0, None when the
-    journal is shorter)."""
-    if not key.checks_mark(name, mark_body(seq, head_hash, data), sealed):
+    says (its stored text, byte for byte), or the chain no longer holds, at its seq, the
+    entry it was made on (``hash_at_seq``: that entry's hash now, the genesis hash for
+    seq 0, None when the journal is shorter)."""
+    if not key.checks_mark(name, mark_body(seq, head_hash, text), sealed):
         return f"mark {name!r} does not match its seal (the row was edited)"
     if hash_at_seq is None:
         return f"mark {name!r} was made on entry {seq}, which the journal no longer holds"

@@ -173,7 +173,7 @@ _quoted: Final[Callable[[str], str]] = json.encoder.encode_basestring
 
 
 def entry_hash(prev_hash: str, body: Mapping[str, Any]) -> str:
-    return hashlib.sha256(prev_hash.encode("ascii") + canonical_bytes(body)).hexdigest()
+    return hashlib.sha256(prev_hash.encode("utf-8") + canonical_bytes(body)).hexdigest()
 
 
 def make_entry(
@@ -304,22 +304,22 @@ class Mark(NamedTuple):
 def checked_mark(
     key: JournalKey,
     name: str,
-    kept: tuple[int, str, Mapping[str, Any], str],
+    kept: tuple[int, str, str, str],
     hash_at_seq: str | None,
 ) -> Mark:
-    """The kept mark (seq, the hash of the entry it was made on, data, seal) if it is
-    the key's and the chain still holds that entry (:func:`mark_problem`), else
-    JournalIntegrityError (``check`` ``mark``)."""
-    seq, head_hash, data, sealed = kept
-    problem = mark_problem(key, name, seq, head_hash, data, sealed, hash_at_seq)
+    """The kept mark (seq, the hash of the entry it was made on, its data as canonical
+    JSON text, its seal) if it is the key's and the chain still holds that entry
+    (:func:`mark_problem`), else JournalIntegrityError (``check`` ``mark``)."""
+    seq, head_hash, text, sealed = kept
+    problem = mark_problem(key, name, seq, head_hash, text, sealed, hash_at_seq)
     if problem is not None:
         raise Finding("mark", problem, seq=seq).error()
-    return Mark(seq, data)
+    return Mark(seq, loads(text))  # the text the key sealed: the object put_mark wrote
 
 
-def mark_row(key: JournalKey, name: str, seq: int, head_hash: str, data: Mapping[str, Any]) -> str:
-    """The seal a mark is kept with (over its name, entry and data)."""
-    return key.seal_mark(name, mark_body(seq, head_hash, data))
+def mark_row(key: JournalKey, name: str, seq: int, head_hash: str, text: str) -> str:
+    """The seal a mark is kept with (over its name, its entry and its data's text)."""
+    return key.seal_mark(name, mark_body(seq, head_hash, text))
 
 
 class Store(Protocol):
@@ -497,7 +497,7 @@ class InMemoryStore:
         self._log = MerkleLog()
         self._leaves: list[bytes] = []
         self._frontiers = KeptFrontiers()
-        self._marks: dict[str, tuple[int, str, Mapping[str, Any], str]] = {}
+        self._marks: dict[str, tuple[int, str, str, str]] = {}
 
     @property
     def key(self) -> JournalKey:
@@ -709,18 +709,18 @@ class InMemoryStore:
         return checked_mark(self._key, name, kept, at)
 
     def put_mark(self, name: str, seq: int, data: Mapping[str, Any]) -> None:
+        text = dumps(dict(data), sort_keys=True)
         with self._lock:
             head_hash = self._hash_at(seq)
             if head_hash is None:
                 raise ValueError(
                     f"no entry {seq} to make a mark on (the head is {len(self._entries)})"
                 )
-            body = loads(dumps(dict(data), sort_keys=True))  # as a store keeps it
             self._marks[name] = (
                 seq,
                 head_hash,
-                body,
-                mark_row(self._key, name, seq, head_hash, body),
+                text,
+                mark_row(self._key, name, seq, head_hash, text),
             )
 
     @contextlib.contextmanager

@@ -97,24 +97,27 @@ class JournalKey:
         """Whether ``sealed`` is this key's seal of the vault row (constant time)."""
         return hmac.compare_digest(self.seal(name, data).encode(), sealed.encode("utf-8"))
 
-    def seal_mark(self, name: str, data: Mapping[str, Any]) -> str:
+    def seal_mark(self, name: str, body: bytes) -> str:
         """The seal of a mark (what a reader derived from the journal through an entry,
-        kept beside it): an HMAC of its name and canonical JSON under a label of its
-        own, so a mark's seal is never a vault row's or an entry's MAC."""
-        return seal(self.mac_key, name, data, context=_MARK_CONTEXT)
+        kept beside it): an HMAC of its name and canonical JSON ``body`` under a label
+        of its own, so a mark's seal is never a vault row's or an entry's MAC."""
+        return _sealed(self.mac_key, _MARK_CONTEXT, name, body)
 
-    def checks_mark(self, name: str, data: Mapping[str, Any], sealed: str) -> bool:
+    def checks_mark(self, name: str, body: bytes, sealed: str) -> bool:
         """Whether ``sealed`` is this key's seal of the mark (constant time)."""
-        return hmac.compare_digest(self.seal_mark(name, data).encode(), sealed.encode("utf-8"))
+        return hmac.compare_digest(self.seal_mark(name, body).encode(), sealed.encode("utf-8"))
 
 
-def seal(
-    mac_key: bytes, name: str, data: Mapping[str, Any], *, context: bytes = _SEAL_CONTEXT
-) -> str:
+def seal(mac_key: bytes, name: str, data: Mapping[str, Any]) -> str:
     """HMAC-SHA256(mac key, label || name || 0x00 || canonical JSON of data), in hex.
-    The name is in it, so a row moved under another case's key does not match; the
-    label (``context``: a vault row's by default) keeps each kind of seal apart."""
-    message = context + name.encode("utf-8") + b"\x00" + canonical_bytes(dict(data))
+    The name is in it, so a row moved under another case's key does not match."""
+    return _sealed(mac_key, _SEAL_CONTEXT, name, canonical_bytes(dict(data)))
+
+
+def _sealed(mac_key: bytes, context: bytes, name: str, body: bytes) -> str:
+    """HMAC-SHA256(mac key, label || name || 0x00 || body), in hex: the label keeps each
+    kind of seal apart."""
+    message = context + name.encode("utf-8") + b"\x00" + body
     return hmac.new(mac_key, message, sha256).hexdigest()
 
 
