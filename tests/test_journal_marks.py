@@ -11,27 +11,36 @@ the whole journal. These scenarios hold on every backend."""
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import random
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import credit.casework
+import credit.governance.equipoise
 from credit.casework import PENDING_MARK
 from credit.clock import FixedClock
 from credit.errors import JournalIntegrityError
+from credit.governance.equipoise import POOL_FORMAT, POOL_MARK, ComparisonPool, Equipoise
 from credit.governance.onramp import intake
 from credit.journal import InMemoryStore, SqlStore, Store, open_store
-from credit.journal.base import checked_mark, mark_row
+from credit.journal.base import JournalError, checked_mark, mark_row
 from credit.journal.signer import ephemeral_key
+from credit.kinds import KEYSTONE_REJECTED
 from credit.lifecycle import STANDING_KINDS
-from credit.notices.outbox import DirectoryOutbox
-from credit.pipeline import Pipeline
+from credit.notices.outbox import DirectoryOutbox, InMemoryOutbox
+from credit.pipeline import BatchLine, Pipeline
+from credit.service.cases import CaseService
+from credit.service.claims import MemoryClaims
 from credit.underwriters.runtime import SparkRuntime
 from test_casework import TODAY, backend_store
 from test_journal_pages import _cases, _run
@@ -329,3 +338,182 @@ def test_a_run_on_a_long_journal_finds_pending_work_as_a_full_fold_does(
             expected = {c for c, life in pipeline.work.lives().items() if life.system_work}
             assert expected == set(left)
             assert set(pipeline.finish()) == expected
+
+
+# ------------------------------------------------------------------ the comparison pool
+
+
+def _pool_of(store: Store, **options: Any) -> ComparisonPool:
+    return Equipoise(store, **options).pool()
+
+
+def _same_pool(one: ComparisonPool, other: ComparisonPool) -> None:
+    """Two pools hold the same rows: the same decisions in the same order, with the
+    same strengths, groups and ranks (dropped rows too), and the same codes."""
+    assert one._mark == other._mark
+    assert one._where == other._where
+    assert one._codes == other._codes
+    assert one._products.keys() == other._products.keys()
+    for product, block in one._products.items():
+        twin, n = other._products[product], block.size
+        assert twin.size == n and twin.case_ids[:n] == block.case_ids[:n]
+        for name in ("seq", "rank", "strength", "groups"):
+            assert np.array_equal(getattr(twin, name)[:n], getattr(block, name)[:n]), name
+
+
+class FilesRead:
+    """The cases whose files a pool read (store.case_files)."""
+
+    def __init__(self, store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.cases: list[str] = []
+        read = store.case_files
+
+        def counted(case_ids: Any) -> Any:
+            self.cases.extend(case_ids)
+            return read(case_ids)
+
+        monkeypatch.setattr(store, "case_files", counted)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_run_keeps_its_pool_and_the_next_starts_from_it_with_the_same_rows(
+    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with _after_a_run(backend, tmp_path, 24) as (s, _):
+        mark = s.mark(POOL_MARK)
+        assert mark is not None and mark.data["format"] == POOL_FORMAT
+        files = FilesRead(s, monkeypatch)
+        resumed = _pool_of(s)
+        assert files.cases == []  # no decision's file read again
+        _drop_marks(s)
+        rebuilt = _pool_of(s)
+        assert set(files.cases) >= set(rebuilt._where)  # every decision read from the journal
+        _same_pool(resumed, rebuilt)
+        assert resumed._where  # decisions of every kind were compared
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_pool_resumed_from_its_mark_reads_only_what_came_after_it(
+    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """New decisions, and a person's rejection of a decision the mark holds, read after
+    the mark give the pool a fold of the whole journal gives."""
+    with _after_a_run(backend, tmp_path, 16) as (s, pipeline):
+        resumed = _pool_of(s)
+        rejected = next(iter(resumed._where))
+        decision = s.decision_entry(rejected)
+        assert decision is not None
+        new = _left_awaiting_review(s, pipeline, 4740, "NEW")
+        s.append(rejected, KEYSTONE_REJECTED, {"decisionSeq": decision.seq})
+        files = FilesRead(s, monkeypatch)
+        resumed.refresh()
+        assert sorted(files.cases) == sorted(c for c in new if c in resumed._where)
+        assert rejected not in resumed._where
+        _drop_marks(s)
+        _same_pool(resumed, _pool_of(s))
+        assert resumed.keep()  # the newer pool is kept; the next starts from it
+        _same_pool(_pool_of(s), resumed)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_pool_mark_of_another_form_or_configuration_is_not_used(
+    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with _after_a_run(backend, tmp_path, 12) as (s, _):
+        rebuilt = Equipoise(s)
+        config = rebuilt.config
+        files = FilesRead(s, monkeypatch)
+        other = dataclasses.replace(config, sha256="0" * 64)
+        _same_pool(_pool_of(s, config=other), _pool_of(s))  # read whole, then resumed
+        first = len(files.cases)
+        assert first > 0
+        monkeypatch.setattr(credit.governance.equipoise, "POOL_FORMAT", POOL_FORMAT + 1)
+        _pool_of(s)
+        assert len(files.cases) == 2 * first  # read whole again
+
+
+def test_a_pool_that_read_nothing_or_what_the_journal_no_longer_holds_is_not_kept() -> None:
+    store = InMemoryStore(FixedClock(TODAY))
+    pool = _pool_of(store)
+    assert not pool.keep() and store.mark(POOL_MARK) is None  # an empty journal
+    store.record_decision("D-1", {"decision": {}})  # unreadable: not compared
+    pool.refresh()
+    assert pool._mark == 1
+    pool._mark_hash = "0" * 64  # as if the entry it read had rolled back
+    assert not pool.keep() and store.mark(POOL_MARK) is None
+    pool._mark_hash = store.entries()[0].hash
+    assert pool.keep() and store.mark(POOL_MARK) is not None
+
+
+def test_a_run_on_a_journal_with_a_kept_pool_writes_what_it_writes_without_one(
+    tmp_path: Path,
+) -> None:
+    """The same batch on two copies of one journal, one with the marks and one without:
+    the same journal after, entry for entry (the same reviews, holds and notices), but
+    for each turn's random id."""
+    clock = FixedClock(TODAY)
+    first = tmp_path / "first.db"
+    with open_store(f"sqlite:///{first}", clock=clock) as store:
+        _run(store, tmp_path, cases=30)
+    heads, entries = [], []
+    for name, marks in (("with", True), ("without", False)):
+        copy = tmp_path / f"{name}.db"
+        shutil.copyfile(first, copy)
+        url = f"sqlite:///{copy}"
+        if not marks:
+            raw_sql(url, None, "DELETE FROM journal_marks")
+        with open_store(url, clock=clock) as store:
+            pipeline = Pipeline(store, DirectoryOutbox(tmp_path / f"outbox-{name}"), clock=clock)
+            documents = _cases(4750, 30, "LATER")
+            summary = pipeline.run([BatchLine(i, d) for i, d in enumerate(documents, start=1)])
+            assert summary.decided == 30 and summary.chain is not None and summary.chain.ok
+            heads.append((summary.held, summary.released, summary.notices_sent))
+            turns: dict[str, str] = {}
+            for e in store.entries():
+                if isinstance(e.payload.get("turn"), str):
+                    turns.setdefault(e.payload["turn"], f"turn-{len(turns)}")
+            entries.append(
+                [(e.seq, e.case_id, e.kind, _named(e.payload, turns)) for e in store.entries()]
+            )
+    assert entries[0] == entries[1]
+    assert heads[0] == heads[1]
+
+
+def _named(value: Any, turns: dict[str, str]) -> Any:
+    """The value with each turn's random id replaced by the turn's place in the run."""
+    if isinstance(value, dict):
+        return {k: _named(v, turns) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_named(v, turns) for v in value]
+    return turns.get(value, value) if isinstance(value, str) else value
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_service_worker_keeps_the_pool_its_reviews_read_when_it_closes(
+    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    with _after_a_run(backend, tmp_path, 12) as (s, _):
+        _drop_marks(s)
+        service = CaseService(s, InMemoryOutbox(), MemoryClaims(), clock=FixedClock(TODAY))
+        service.keystone.equipoise.pool()  # what a review reads
+        service.close()
+        mark = s.mark(POOL_MARK)
+        assert mark is not None and mark.seq == service.keystone.equipoise.pool_of_reviews()._mark
+        files = FilesRead(s, monkeypatch)
+        _pool_of(s)
+        assert files.cases == []  # the next worker starts from it
+        # a pool that cannot be kept is logged, and the worker still closes
+        _drop_marks(s)
+        failing = CaseService(s, InMemoryOutbox(), MemoryClaims(), clock=FixedClock(TODAY))
+        failing.keystone.equipoise.pool()
+
+        def refuse(*_: Any) -> None:
+            raise JournalError("the journal store failed: disk full")
+
+        monkeypatch.setattr(s, "put_mark", refuse)
+        closed: list[bool] = []
+        monkeypatch.setattr(failing.runtime, "close", lambda: closed.append(True))
+        with caplog.at_level(logging.WARNING, logger="credit.service"):
+            failing.close()
+        assert closed == [True]
+        assert "the comparison pool was not kept: the journal store failed" in caplog.text

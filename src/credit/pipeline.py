@@ -413,6 +413,9 @@ class Pipeline:
             anyio.run(groups)
         summary.failures.sort(key=lambda f: f.line if f.line is not None else 0)
         summary.chain = self.store.verify()
+        if summary.chain.ok:
+            # The pool as the batch left it, so the next run reads only what came after.
+            pool.keep()
         if self.checkpoints is not None and summary.chain.ok:
             # The batch is committed: sign the tree head, so every entry is covered.
             summary.checkpoint = self.store.checkpoint(self.checkpoints)

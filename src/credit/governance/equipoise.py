@@ -44,6 +44,7 @@ proxy methods (BISG) for applicants who did not provide monitoring information.
 
 from __future__ import annotations
 
+import base64
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -72,13 +73,20 @@ from credit.models import Case, Decision, MonitoringData, parse_case, parse_deci
 from credit.policy import PolicyRegistry
 from credit.secondline import derive
 
-__all__ = ["ComparisonPool", "Equipoise", "file_factors"]
+__all__ = ["POOL_FORMAT", "POOL_MARK", "ComparisonPool", "Equipoise", "file_factors"]
 
 _V = TypeVar("_V")
 
 _SHOWN = 5  # comparables named in a finding (the count is given in full)
 _CACHED = 1024  # parsed files and monitoring records kept, the most recently used
 POOL_PAGE: Final = 1000  # journal entries the comparison pool reads at a time
+# The mark (Store.mark) the comparison pool is kept under, and the form of what it
+# keeps: bump POOL_FORMAT whenever what a row holds, or how it is derived from a file
+# (file_factors, _strength, the group codes), changes, so an older mark is not used.
+POOL_MARK: Final = "equipoise.pool"
+POOL_FORMAT: Final = 1
+_INTS: Final = "<i8"
+_FLOATS: Final = "<f8"
 
 
 def _recall(cache: OrderedDict[str, _V], key: str) -> _V | None:
@@ -159,6 +167,43 @@ class _Product:
     def drop(self, row: int) -> None:
         self.rank[row] = -1  # never compared again
 
+    def to_wire(self) -> dict[str, Any]:
+        """The rows as kept in the pool's mark: each array's bytes (little-endian
+        int64 and float64, so infinities and every float come back exact), base64."""
+        n = self.size
+        return {
+            "caseIds": self.case_ids[:n],
+            "seq": _packed(self.seq[:n], _INTS),
+            "rank": _packed(self.rank[:n], _INTS),
+            "strength": _packed(self.strength[:n], _FLOATS),
+            "groups": _packed(self.groups[:n], _INTS),
+        }
+
+    @classmethod
+    def from_wire(cls, wire: Mapping[str, Any], factors: int, attributes: int) -> _Product:
+        """The rows a mark kept (ValueError when they are not ``factors`` strengths and
+        ``attributes`` group codes a row)."""
+        case_ids = list(wire["caseIds"])
+        n = len(case_ids)
+        seq = _unpacked(wire["seq"], _INTS, (n,))
+        rank = _unpacked(wire["rank"], _INTS, (n,))
+        strength = _unpacked(wire["strength"], _FLOATS, (n, factors))
+        groups = _unpacked(wire["groups"], _INTS, (n, attributes))
+        if not all(isinstance(c, str) for c in case_ids):
+            raise ValueError("a case id that is not a string")
+        return cls(case_ids, n, seq, rank, strength, groups)
+
+
+def _packed(array: npt.NDArray[Any], dtype: str) -> str:
+    return base64.b64encode(np.ascontiguousarray(array, dtype=dtype).tobytes()).decode("ascii")
+
+
+def _unpacked(text: Any, dtype: str, shape: tuple[int, ...]) -> npt.NDArray[Any]:
+    if not isinstance(text, str):
+        raise ValueError("an array that is not base64 text")
+    raw = np.frombuffer(base64.b64decode(text, validate=True), dtype=dtype)
+    return raw.reshape(shape).astype(np.dtype(dtype).newbyteorder("="))  # a writable copy
+
 
 _A = TypeVar("_A", bound=np.generic)
 
@@ -179,17 +224,23 @@ class ComparisonPool:
     def __init__(self, equipoise: Equipoise) -> None:
         self._eq = equipoise
         self._mark = 0
+        self._mark_hash: str | None = None  # the hash of entry _mark, as read
+        self._resumed = False
         self._products: dict[str, _Product] = {}
         self._where: dict[str, tuple[str, int]] = {}  # case -> (product, row) now in use
-        self._gone: set[str] = set()  # superseded or rejected
         self._codes: list[dict[str, int]] = [{} for _ in equipoise.config.comparative_attributes]
 
     def refresh(self) -> ComparisonPool:
         """Read what the journal recorded since the last refresh: a page of entries at
         a time (:data:`POOL_PAGE`), and the files of a page's decisions in a few reads
         (:meth:`credit.journal.base.Store.case_files`), so a pool built over a long
-        journal neither holds it all at once nor reads each case alone."""
+        journal neither holds it all at once nor reads each case alone. The first
+        refresh starts from the pool's mark (:meth:`keep`) when there is one of this
+        form and configuration, and reads only what came after it."""
         eq = self._eq
+        if not self._resumed:
+            self._resumed = True
+            self._resume()
         kinds = [*DECISION_KINDS, KEYSTONE_REJECTED]
         while True:
             page = eq.store.entries(kinds=kinds, after_seq=self._mark, limit=POOL_PAGE)
@@ -201,7 +252,7 @@ class ComparisonPool:
                         decided[entry.seq] = decision
             files = eq.files_of([e.case_id for e in page if e.seq in decided and e.case_id])
             for entry in page:
-                self._mark = entry.seq
+                self._mark, self._mark_hash = entry.seq, entry.hash
                 case_id = entry.case_id
                 if case_id is None:
                     continue
@@ -220,6 +271,63 @@ class ComparisonPool:
                     self._add(case_id, entry, decision, case, monitoring)
             if len(page) < POOL_PAGE:
                 return self
+
+    def keep(self) -> bool:
+        """Keep the pool as it stands (:data:`POOL_MARK`, :meth:`Store.put_mark`: sealed
+        with the lender's key, bound to the last entry it read), so the next pool
+        starts from it instead of reading every decision and its file again. Only a
+        pool the journal holds is kept: nothing when it has read nothing, or when the
+        entry it read last is no longer there as it read it (a group that rolled
+        back). Whether it was kept.
+
+        The mark holds, for each decision compared, its case id, seq, outcome rank,
+        factor strengths and group codes (the applicant's monitoring groups, coded):
+        it is read by this review alone, as the vault is."""
+        if self._mark == 0 or self._mark_hash is None:
+            return False
+        store = self._eq.store
+        last = store.entries(after_seq=self._mark - 1, limit=1)
+        if not last or (last[0].seq, last[0].hash) != (self._mark, self._mark_hash):
+            return False
+        config = self._eq.config
+        store.put_mark(
+            POOL_MARK,
+            self._mark,
+            {
+                "format": POOL_FORMAT,
+                "configSha256": config.sha256,
+                "codes": self._codes,
+                "products": {name: block.to_wire() for name, block in self._products.items()},
+            },
+        )
+        return True
+
+    def _resume(self) -> None:
+        """Start from the pool's mark, if one of this form and configuration is kept
+        (any other is left for the journal to rebuild from the start)."""
+        mark = self._eq.store.mark(POOL_MARK)
+        config = self._eq.config
+        if mark is None or mark.data.get("format") != POOL_FORMAT:
+            return
+        if mark.data.get("configSha256") != config.sha256:
+            return
+        factors, attributes = len(config.comparative_factors), len(config.comparative_attributes)
+        try:
+            codes = [{str(k): int(v) for k, v in c.items()} for c in mark.data["codes"]]
+            products = {
+                str(name): _Product.from_wire(wire, factors, attributes)
+                for name, wire in mark.data["products"].items()
+            }
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return
+        if len(codes) != attributes:
+            return
+        where: dict[str, tuple[str, int]] = {}
+        for name, block in products.items():
+            for row in np.flatnonzero(block.rank[: block.size] >= 0):
+                where[block.case_ids[row]] = (name, int(row))
+        self._codes, self._products, self._where = codes, products, where
+        self._mark, self._mark_hash = mark.seq, None
 
     def _drop(self, case_id: str) -> None:
         where = self._where.pop(case_id, None)
@@ -371,6 +479,10 @@ class Equipoise:
         """The comparison pool, brought up to date with the journal. Read once and pass
         it to :meth:`review` to review a batch."""
         return self._pool.refresh()
+
+    def pool_of_reviews(self) -> ComparisonPool:
+        """The pool the reviews compared with, as far as they read (not refreshed)."""
+        return self._pool
 
     def review(
         self,

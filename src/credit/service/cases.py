@@ -27,6 +27,7 @@ actions, the notice step); this module adds the service's own rules:
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -39,6 +40,7 @@ from credit.casework import CaseWork
 from credit.clock import Clock
 from credit.errors import (
     AlreadyDecidedError,
+    CreditError,
     InputError,
     NoticeError,
     ServiceError,
@@ -64,6 +66,7 @@ from credit.underwriters.runtime import SparkRuntime, Underwriter
 __all__ = ["CaseService", "NoticeView"]
 
 READS_REVIEWS: Final = frozenset({Role.REVIEWER, Role.OFFICER, Role.AUDITOR})
+_log = logging.getLogger("credit.service")
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,8 +129,16 @@ class CaseService:
         self.committed()
 
     def close(self) -> None:
-        """End the tool sessions the worker threads kept open for their turns."""
-        self.runtime.close()
+        """Keep the comparison pool this worker read (:meth:`ComparisonPool.keep`: the
+        next worker, or run, starts from it instead of reading every decision again),
+        then end the tool sessions the worker threads kept open for their turns. The
+        pool is a cache: if it cannot be kept, that is logged and the close goes on."""
+        try:
+            self.keystone.equipoise.pool_of_reviews().keep()
+        except CreditError as err:
+            _log.warning("the comparison pool was not kept: %s", err)
+        finally:
+            self.runtime.close()
 
     def committed(self) -> None:
         """After a request that wrote: sign the tree head into the checkpoints folder
