@@ -1438,13 +1438,14 @@ class SqlStore:
                 self._marks.create(conn, checkfirst=True)
             conn.execute(delete(self._marks).where(self._marks.c.name == name))
             conn.execute(
-                self._marks.insert().values(
-                    name=name,
-                    seq=seq,
-                    hash=head_hash,
-                    data=text,
-                    seal=mark_row(self.key, name, seq, head_hash, text),
-                )
+                self._marks.insert(),
+                {
+                    "name": name,
+                    "seq": seq,
+                    "hash": head_hash,
+                    "data": text,
+                    "seal": mark_row(self.key, name, seq, head_hash, text),
+                },
             )
 
 
