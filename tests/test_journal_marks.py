@@ -24,10 +24,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from typer.testing import CliRunner
 
 import credit.casework
 import credit.governance.equipoise
 from credit.casework import PENDING_MARK
+from credit.cli import app
 from credit.clock import FixedClock
 from credit.errors import JournalIntegrityError
 from credit.governance.equipoise import POOL_FORMAT, POOL_MARK, ComparisonPool, Equipoise
@@ -537,3 +539,47 @@ def test_a_service_worker_keeps_the_pool_its_reviews_read_when_it_closes(
             failing.close()
         assert closed == [True]
         assert "the comparison pool was not kept: the journal store failed" in caplog.text
+
+
+# ------------------------------------------------------------------ the way back
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_refused_mark_stops_a_start_naming_the_way_back_and_marks_drop_takes_it(
+    backend: str, tmp_path: Path
+) -> None:
+    """An operator whose run stops on a refused mark is told what to do; `credit
+    journal marks` shows which, `--drop` deletes them, and the next run reads the whole
+    journal once, finds the same work and keeps new marks."""
+    with sql_backend(backend, tmp_path) as (store, url, schema):
+        _run(store, tmp_path, cases=8)
+        where = ["--database", url, *(["--schema", schema] if schema else [])]
+        listed = CliRunner().invoke(app, ["journal", "marks", *where])
+        assert listed.exit_code == 0, listed.output
+        assert f"ok {PENDING_MARK}: made on entry 0" in listed.stdout
+        assert f"ok {POOL_MARK}: made on entry" in listed.stdout
+        raw_sql(url, schema, f"UPDATE journal_marks SET seq = 1 WHERE name = '{PENDING_MARK}'")
+        pipeline = Pipeline(store, DirectoryOutbox(tmp_path / "outbox"), clock=FixedClock(TODAY))
+        with pytest.raises(JournalIntegrityError, match="marks --drop") as caught:
+            pipeline.finish()
+        assert caught.value.check == "mark"
+        refused = CliRunner().invoke(app, ["journal", "marks", *where])
+        assert refused.exit_code == 1
+        assert f"REFUSED {PENDING_MARK}:" in refused.stdout and f"ok {POOL_MARK}" in refused.stdout
+        dropped = CliRunner().invoke(app, ["journal", "marks", "--drop", *where])
+        assert dropped.exit_code == 0 and "dropped 2 marks" in dropped.stdout
+        assert store.mark_names() == []
+        assert pipeline.finish() == {}  # the whole journal read: no work left
+        assert store.mark_names() == [PENDING_MARK]
+        empty = CliRunner().invoke(app, ["journal", "marks", "--drop", *where])
+        assert "dropped 1 mark:" in empty.stdout
+
+
+def test_marks_on_a_journal_made_before_them_says_there_are_none(tmp_path: Path) -> None:
+    with sql_backend("sqlite", tmp_path) as (store, url, schema):
+        store.append("M-1", "test.entry", {"n": 1})
+        raw_sql(url, schema, "DROP TABLE journal_marks")
+        listed = CliRunner().invoke(app, ["journal", "marks", "--database", url])
+        assert listed.exit_code == 0 and "no marks kept" in listed.stdout
+        dropped = CliRunner().invoke(app, ["journal", "marks", "--drop", "--database", url])
+        assert dropped.exit_code == 0 and "dropped 0 marks" in dropped.stdout

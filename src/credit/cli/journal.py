@@ -251,6 +251,60 @@ def checkpoint(
 
 
 @journal_app.command()
+def marks(
+    drop: Annotated[
+        bool,
+        typer.Option(
+            "--drop",
+            help="Delete every mark: each reader derives what it held from the whole journal.",
+        ),
+    ] = False,
+    database: DatabaseOption = None,
+    schema: SchemaOption = None,
+) -> None:
+    """List the marks kept beside the journal (what a reader derived from it through an
+    entry: the pending work a start found, the fair-lending review's comparison pool),
+    each checked against the key and the chain (exit 1 if one is refused); or, with
+    --drop, delete them. A mark is a cache, never a record: nothing is lost."""
+    from credit.journal.signer import load_journal_key
+
+    try:
+        key = load_journal_key()
+    except CreditError as e:
+        raise _fail(e) from None
+    store = _open(database, schema, key)
+    refused = 0
+    try:
+        if drop:
+            dropped = store.drop_marks()
+            out.print(
+                f"dropped {dropped} mark{'' if dropped == 1 else 's'}: the next run and "
+                "service worker read the whole journal once, and keep new ones",
+                highlight=False,
+                markup=False,
+            )
+            return
+        names = store.mark_names()
+        for name in names:
+            try:
+                kept = store.mark(name)
+            except JournalIntegrityError as e:
+                refused += 1
+                out.print(f"REFUSED {name}: {e}", highlight=False, markup=False)
+                continue
+            if kept is not None:
+                out.print(f"ok {name}: made on entry {kept.seq}", highlight=False, markup=False)
+        if not names:
+            out.print("no marks kept", highlight=False, markup=False)
+    except CreditError as e:
+        raise _fail(e) from None
+    finally:
+        store.close()
+    if refused:
+        raise typer.Exit(EXIT_BROKEN)
+
+
+@journal_app.command()
 def prove(
     case: Annotated[str, typer.Argument(help="The case whose entries to prove.")],
     database: DatabaseOption = None,

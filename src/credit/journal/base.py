@@ -301,6 +301,13 @@ class Mark(NamedTuple):
     data: Mapping[str, Any]
 
 
+# What a refused mark's error says to do: a mark is a cache, so deleting it loses nothing.
+MARK_RECOVERY: Final = (
+    "; a mark is a cache: 'credit journal marks --drop' deletes the marks, and the next "
+    "reader derives what they held from the whole journal"
+)
+
+
 def checked_mark(
     key: JournalKey,
     name: str,
@@ -313,7 +320,7 @@ def checked_mark(
     seq, head_hash, text, sealed = kept
     problem = mark_problem(key, name, seq, head_hash, text, sealed, hash_at_seq)
     if problem is not None:
-        raise Finding("mark", problem, seq=seq).error()
+        raise Finding("mark", problem + MARK_RECOVERY, seq=seq).error()
     return Mark(seq, loads(text))  # the text the key sealed: the object put_mark wrote
 
 
@@ -416,6 +423,16 @@ class Store(Protocol):
         """Keep ``data`` as what was derived from the journal through entry ``seq`` (at
         most the head), in place of the mark kept under ``name``: sealed with the key,
         bound to that entry's hash."""
+        ...
+
+    def mark_names(self) -> list[str]:
+        """The names of the marks kept, sorted (each read with :meth:`mark`)."""
+        ...
+
+    def drop_marks(self) -> int:
+        """Delete every mark kept (how many): each reader then derives what its mark
+        held from the whole journal, and keeps a new one (``credit journal marks
+        --drop``, the way back from a mark that is refused)."""
         ...
 
     @property
@@ -722,6 +739,16 @@ class InMemoryStore:
                 text,
                 mark_row(self._key, name, seq, head_hash, text),
             )
+
+    def mark_names(self) -> list[str]:
+        with self._lock:
+            return sorted(self._marks)
+
+    def drop_marks(self) -> int:
+        with self._lock:
+            dropped = len(self._marks)
+            self._marks.clear()
+            return dropped
 
     @contextlib.contextmanager
     def group_commit(self, case_ids: Iterable[str] = ()) -> Iterator[None]:

@@ -1448,6 +1448,20 @@ class SqlStore:
                 },
             )
 
+    def mark_names(self) -> list[str]:
+        with self._read() as conn:
+            if not self._has_marks(conn):
+                return []
+            return list(
+                conn.execute(select(self._marks.c.name).order_by(self._marks.c.name)).scalars()
+            )
+
+    def drop_marks(self) -> int:
+        with self._write() as conn:
+            if not self._has_marks(conn):
+                return 0
+            return int(conn.execute(delete(self._marks)).rowcount or 0)
+
 
 def _cut(entries: list[Entry], limit: int | None) -> list[Entry]:
     return entries if limit is None else entries[: max(limit, 0)]
