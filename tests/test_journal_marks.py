@@ -15,6 +15,8 @@ import dataclasses
 import logging
 import random
 import shutil
+import threading
+from array import array
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -258,17 +260,11 @@ def _left_awaiting_review(store: Store, pipeline: Pipeline, seed: int, prefix: s
 def test_a_start_reads_only_the_cases_touched_since_the_last_and_finds_the_same_work(
     backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with _after_a_run(backend, tmp_path, 16) as (
-        s,
-        pipeline,
-    ):  # its start kept a mark on the empty journal
-        asked = Asked(s, monkeypatch)
-        assert pipeline.finish() == {}  # the run's cases, touched since: read once
-        assert sorted(asked.cases) == sorted(s.case_ids())
+    with _after_a_run(backend, tmp_path, 16) as (s, pipeline):
+        # the run kept a mark on its last entry, from where it saw its cases stand
         mark = s.mark(PENDING_MARK)
         assert mark is not None and mark.seq == _head(s) and mark.data == {"pending": []}
-
-        asked.cases.clear()
+        asked = Asked(s, monkeypatch)
         assert pipeline.finish() == {}  # nothing since: nothing read, no new mark
         assert asked.cases == [] and s.mark(PENDING_MARK) == mark
 
@@ -320,7 +316,9 @@ def test_a_case_that_comes_to_need_work_while_the_search_runs_is_found_by_the_ne
             return read(case_ids, kinds)
 
         monkeypatch.setattr(s, "case_entries", meanwhile)
+        early = _left_awaiting_review(s, pipeline, 4723, "EARLY")  # a case to read
         first = pipeline.finish()
+        assert set(first) == set(early)
         monkeypatch.setattr(s, "case_entries", read)
         assert landed and not set(first) & set(landed)  # not among the cases asked
         assert set(pipeline.finish()) == set(landed)
@@ -556,7 +554,7 @@ def test_a_refused_mark_stops_a_start_naming_the_way_back_and_marks_drop_takes_i
         where = ["--database", url, *(["--schema", schema] if schema else [])]
         listed = CliRunner().invoke(app, ["journal", "marks", *where])
         assert listed.exit_code == 0, listed.output
-        assert f"ok {PENDING_MARK}: made on entry 0" in listed.stdout
+        assert f"ok {PENDING_MARK}: made on entry {_head(store)}" in listed.stdout
         assert f"ok {POOL_MARK}: made on entry" in listed.stdout
         raw_sql(url, schema, f"UPDATE journal_marks SET seq = 1 WHERE name = '{PENDING_MARK}'")
         pipeline = Pipeline(store, DirectoryOutbox(tmp_path / "outbox"), clock=FixedClock(TODAY))
@@ -583,3 +581,95 @@ def test_marks_on_a_journal_made_before_them_says_there_are_none(tmp_path: Path)
         assert listed.exit_code == 0 and "no marks kept" in listed.stdout
         dropped = CliRunner().invoke(app, ["journal", "marks", "--drop", "--database", url])
         assert dropped.exit_code == 0 and "dropped 0 marks" in dropped.stdout
+
+
+# ------------------------------------------------------------------ the run's own mark
+
+
+def _fold_pending(pipeline: Pipeline) -> set[str]:
+    """The cases with system work, by a fold of every case (the reference)."""
+    return {c for c, life in pipeline.work.lives().items() if life.system_work}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_run_keeps_where_it_left_its_cases_and_another_writers_work_meanwhile_is_found(
+    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a run works, another writer leaves new cases awaiting review and records an
+    officer's decision on a case the run has already counted (which then awaits its
+    review): the mark the run keeps at its end sends the next start to exactly the
+    work a fold of every case finds, reading no case the run saw as it stands."""
+    clock = FixedClock(TODAY)
+    with _store(backend, tmp_path, clock) as s:
+        pipeline = Pipeline(s, DirectoryOutbox(tmp_path / "outbox"), clock=clock, group_size=4)
+        foreign: list[str] = []
+
+        def another_writer() -> None:
+            foreign.extend(_left_awaiting_review(s, pipeline, 4760, "OTHER"))
+            first = documents[0]["caseId"]  # counted by the run with the first group
+            decided = s.decision_entry(first)
+            assert decided is not None
+            s.append(first, "officer.decided", dict(decided.payload))
+            foreign.append(first)
+
+        def lines() -> Iterator[BatchLine]:
+            for i, document in enumerate(documents, start=1):
+                if i == 5:  # the first group is done: another writer, between groups
+                    writer = threading.Thread(target=another_writer)
+                    writer.start()
+                    writer.join()
+                yield BatchLine(i, document)
+
+        documents = _cases(4761, 10, "RUN")
+        read = Asked(s, monkeypatch)
+        summary = pipeline.run(lines())
+        # the run read again only the cases the other writer touched: not its own
+        assert sorted(read.cases) == sorted(foreign)
+        assert summary.decided == 10 and len(foreign) == 4
+        mark = s.mark(PENDING_MARK)
+        assert mark is not None and mark.seq == _head(s)
+        assert set(mark.data["pending"]) == set(foreign) == _fold_pending(pipeline)
+        asked = Asked(s, monkeypatch)
+        done = pipeline.finish()
+        assert set(done) == set(foreign) and sorted(asked.cases) == sorted(foreign)
+        assert _fold_pending(pipeline) == set()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_run_that_leaves_its_own_cases_pending_names_them_in_its_mark(
+    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run stopped before its notices went out (here: the notice stage does nothing)
+    counts those cases as awaiting their notice; its mark names them, and the next
+    start sends them, reading only them."""
+    clock = FixedClock(TODAY)
+    with _store(backend, tmp_path, clock) as s:
+        pipeline = Pipeline(s, DirectoryOutbox(tmp_path / "outbox"), clock=clock)
+        monkeypatch.setattr(pipeline, "_notify", lambda case_ids: None)
+        documents = _cases(4762, 24, "RUN")
+        pipeline.run([BatchLine(i, d) for i, d in enumerate(documents, start=1)])
+        monkeypatch.undo()
+        awaiting = _fold_pending(pipeline)
+        assert awaiting  # declines and counteroffers, their notices not sent
+        mark = s.mark(PENDING_MARK)
+        assert mark is not None and set(mark.data["pending"]) == awaiting
+        asked = Asked(s, monkeypatch)
+        assert set(pipeline.finish()) == awaiting
+        assert set(asked.cases) == awaiting
+        assert _fold_pending(pipeline) == set()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_case_the_kept_mark_names_and_nothing_touched_since_stays_named(
+    backend: str, tmp_path: Path
+) -> None:
+    with _after_a_run(backend, tmp_path, 4) as (s, pipeline):
+        left = _left_awaiting_review(s, pipeline, 4763, "LEFT")
+        s.put_mark(PENDING_MARK, _head(s), {"pending": left})  # a search found them
+        assert pipeline.work.keep_pending(array("q"), set())
+        mark = s.mark(PENDING_MARK)
+        assert mark is not None and mark.data == {"pending": left}
+        assert set(pipeline.finish()) == set(left)
+        s.drop_marks()
+        assert not pipeline.work.keep_pending(array("q"), set())  # nothing to start from
+        assert s.mark_names() == []

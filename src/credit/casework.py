@@ -24,9 +24,10 @@ life :mod:`credit.lifecycle` describes:
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import datetime as dt
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
@@ -215,6 +216,40 @@ class CaseWork:
         if mark is None or head > mark.seq or found != mark.data.get("pending"):
             self.store.put_mark(PENDING_MARK, head, {"pending": found})
         return done
+
+    def keep_pending(self, seen: Sequence[int], pending: Collection[str]) -> bool:
+        """After a batch, keep the mark of pending work (:data:`PENDING_MARK`) made on
+        the head now, from where the batch saw its cases stand, so that the next start
+        does not fold the batch's cases again. ``seen``: the seq of each case's latest
+        entry when the batch read where it stood, sorted; ``pending``: those of its
+        cases that had system work then.
+
+        A case with an entry since the kept mark whose latest entry is one the batch
+        saw as a case's latest (seqs are the entries', so it is that case's) has had no
+        entry since the batch read it: it stands where the batch saw it. Any other case
+        with an entry since (another writer's, a start's) is folded again; a case the
+        kept mark named that has none since stays named. Whether a mark was kept (none
+        without a mark to start from)."""
+        head = self.store.tree_head()[0]
+        mark = self.store.mark(PENDING_MARK)
+        named = None if mark is None else mark.data.get("pending")
+        if mark is None or not isinstance(named, list):
+            return False
+        still = set(named)
+        found: list[str] = []
+        again: list[str] = []
+        for case_id, latest in self.store.latest_seqs(mark.seq):
+            still.discard(case_id)
+            at = bisect.bisect_left(seen, latest)
+            if at < len(seen) and seen[at] == latest:
+                if case_id in pending:
+                    found.append(case_id)
+            else:
+                again.append(case_id)
+        found.extend(c for c in named if c in still)
+        found.extend(life.case_id for life in self._standings(again) if life.system_work)
+        self.store.put_mark(PENDING_MARK, head, {"pending": found})
+        return True
 
     def finish(
         self, case_id: str, *, pool: ComparisonPool | None = None, notify: bool = True

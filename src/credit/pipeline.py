@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import gc
 import itertools
+from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Sized
 from contextlib import contextmanager
@@ -204,6 +205,15 @@ class RunSummary:
     @property
     def open_items(self) -> int:
         return sum(self.items.values())
+
+
+@dataclass
+class _Seen:
+    """Where a run saw its cases stand: each one's latest entry's seq (compact: a
+    run's cases may be many) and those with system work (few)."""
+
+    last_seqs: array[int] = field(default_factory=lambda: array("q"))
+    pending: set[str] = field(default_factory=set)
 
 
 class Pipeline:
@@ -385,6 +395,7 @@ class Pipeline:
         summary = RunSummary()
         self.finish()  # what an interrupted run left half way is finished first
         seen: dict[str, int] = {}
+        standing = _Seen()
         pool = self.keystone.equipoise.pool()
 
         async def groups() -> None:
@@ -399,7 +410,9 @@ class Pipeline:
                     self._notify(awaiting)
                     with self.store.group_commit(case_ids):
                         self.record_ethics(case_ids)
-                        self.summarise(case_ids, summary, lines=lines_of, source=source)
+                        self.summarise(
+                            case_ids, summary, lines=lines_of, source=source, seen=standing
+                        )
                     # A case that stands failed is named from its journal entry, the same
                     # words on every run; what is left is a turn whose decision stood
                     # despite its error.
@@ -414,7 +427,10 @@ class Pipeline:
         summary.failures.sort(key=lambda f: f.line if f.line is not None else 0)
         summary.chain = self.store.verify()
         if summary.chain.ok:
-            # The pool as the batch left it, so the next run reads only what came after.
+            # Where the batch left its cases, and the pool as it left it: the next run
+            # and service worker read only what came after.
+            standing.last_seqs = array("q", sorted(standing.last_seqs))
+            self.work.keep_pending(standing.last_seqs, standing.pending)
             pool.keep()
         if self.checkpoints is not None and summary.chain.ok:
             # The batch is committed: sign the tree head, so every entry is covered.
@@ -428,9 +444,12 @@ class Pipeline:
         *,
         lines: Mapping[str, int] | None = None,
         source: str | None = None,
+        seen: _Seen | None = None,
     ) -> RunSummary:
         """Count the batch's cases by where they stand (:mod:`credit.lifecycle`), and
-        name each that stands failed (``lines``: each case's line in the batch)."""
+        name each that stands failed (``lines``: each case's line in the batch;
+        ``seen``: where to note each case's latest entry and whether it had system
+        work, for the run's mark of pending work)."""
         lines = lines or {}
         named = {f.case_id for f in summary.failures if f.case_id is not None}
         for case_id in case_ids:
@@ -439,6 +458,10 @@ class Pipeline:
             if life.state == "failed" and life.failed is not None and case_id not in named:
                 _name_failure(summary, case_id, life.failed.payload, lines.get(case_id), source)
             summary.states[life.state] += 1
+            if seen is not None:
+                seen.last_seqs.append(life.last_seq)
+                if life.system_work is not None:
+                    seen.pending.add(case_id)
             if life.item is not None:
                 summary.items[life.item.kind] += 1
             decision = life.decision

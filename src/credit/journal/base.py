@@ -412,6 +412,13 @@ class Store(Protocol):
         a reader starting from a mark made on entry ``after_seq`` reads again."""
         ...
 
+    def latest_seqs(self, after_seq: int) -> Iterator[tuple[str, int]]:
+        """Each case with an entry after ``after_seq``, with its latest entry's seq (of
+        any kind), read as one aggregate and given a row at a time: whether a case
+        changed since a reader saw its latest entry, without reading its entries.
+        Consume it before writing."""
+        ...
+
     def mark(self, name: str) -> Mark | None:
         """The mark kept under ``name`` (None if none is): its seal verified under the
         key and the entry it was made on still in the chain with the hash it had
@@ -711,6 +718,14 @@ class InMemoryStore:
             }
             wanted.update(including)
             return [c for c in self._cases if c in wanted]
+
+    def latest_seqs(self, after_seq: int) -> Iterator[tuple[str, int]]:
+        latest: dict[str, int] = {}
+        with self._lock:
+            for entry in self._entries[max(after_seq, 0) :]:
+                if entry.case_id is not None:
+                    latest[entry.case_id] = entry.seq
+        yield from latest.items()
 
     def _hash_at(self, seq: int) -> str | None:
         if seq == 0:

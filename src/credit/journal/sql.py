@@ -1406,6 +1406,19 @@ class SqlStore:
                     found[row.case_id] = row.position
         return sorted(found, key=found.__getitem__)
 
+    def latest_seqs(self, after_seq: int) -> Iterator[tuple[str, int]]:
+        """One aggregate over the entries after ``after_seq`` (the primary key bounds
+        the scan), its rows fetched as they are given."""
+        e = self._entries.c
+        query = (
+            select(e.case_id, func.max(e.seq))
+            .where(e.seq > after_seq, e.case_id.is_not(None))
+            .group_by(e.case_id)
+        )
+        with self._read() as conn:
+            for case_id, seq in conn.execute(query):
+                yield case_id, int(seq)
+
     def _hash_at(self, conn: Connection, seq: int) -> str | None:
         if seq == 0:
             return GENESIS_HASH
