@@ -442,6 +442,7 @@ def test_the_sql_store_offers_no_way_to_update_or_delete() -> None:
         "verify",
         # a mark is a cache beside the chain, never a record: put_mark replaces the one
         # kept under its name (tests/test_journal_marks.py); no entry or row changes
+        "latest_seqs",
         "mark",
         "mark_names",
         "put_mark",
