@@ -226,3 +226,24 @@ def test_a_row_whose_text_is_not_as_written_is_judged_from_its_parsed_body(
     report = store.verify()
     assert (report.ok, report.first_broken_seq) == (False, 3)
     assert "does not link" in (report.detail or "")
+
+
+def test_an_entry_relinked_with_a_hash_that_matches_its_new_content_is_a_broken_link(
+    journal: Journal,
+) -> None:
+    """Someone rewrites entry 3 to hang from another previous hash and recomputes its
+    own hash over what it now says: the entry hashes right, in its place, but does not
+    link to entry 2 (the walk decides the common link at once; this is not one)."""
+    store, url, schema, entries = journal
+    third = entries[2]
+    other = "f" * 64
+    forged = entry_hash(other, third.model_copy(update={"prev_hash": other}).body())
+    raw_sql(
+        url,
+        schema,
+        f"UPDATE journal_entries SET prev_hash = '{other}', hash = '{forged}' WHERE seq = 3",
+    )
+    report = store.verify()
+    assert (report.ok, report.first_broken_seq, report.entries) == (False, 3, 3)
+    assert "does not link to the entry before it" in (report.detail or "")
+    assert report.head == entries[1].hash
