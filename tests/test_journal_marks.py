@@ -232,18 +232,29 @@ def test_the_cases_touched_after_an_entry_are_those_its_later_entries_name(
 # ------------------------------------------------------------------ the pending work
 
 
-class Asked:
-    """Which cases the search for pending work read (store.case_entries), by call."""
+class CasesRead:
+    """The cases a store method was asked for (its first argument: case ids), by call:
+    ``case_entries`` (the search for pending work) or ``case_files`` (the pool)."""
 
-    def __init__(self, store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    def __init__(self, store: Store, method: str, monkeypatch: pytest.MonkeyPatch) -> None:
         self.cases: list[str] = []
-        read = store.case_entries
+        read = getattr(store, method)
 
-        def counted(case_ids: Any, kinds: Any = None) -> Any:
+        def counted(case_ids: Any, *rest: Any) -> Any:
             self.cases.extend(case_ids)
-            return read(case_ids, kinds)
+            return read(case_ids, *rest)
 
-        monkeypatch.setattr(store, "case_entries", counted)
+        monkeypatch.setattr(store, method, counted)
+
+
+def entries_read(store: Store, monkeypatch: pytest.MonkeyPatch) -> CasesRead:
+    """Which cases the search for pending work read (store.case_entries)."""
+    return CasesRead(store, "case_entries", monkeypatch)
+
+
+def files_read(store: Store, monkeypatch: pytest.MonkeyPatch) -> CasesRead:
+    """The cases whose files a pool read (store.case_files)."""
+    return CasesRead(store, "case_files", monkeypatch)
 
 
 def _left_awaiting_review(store: Store, pipeline: Pipeline, seed: int, prefix: str) -> list[str]:
@@ -264,7 +275,7 @@ def test_a_start_reads_only_the_cases_touched_since_the_last_and_finds_the_same_
         # the run kept a mark on its last entry, from where it saw its cases stand
         mark = s.mark(PENDING_MARK)
         assert mark is not None and mark.seq == _head(s) and mark.data == {"pending": []}
-        asked = Asked(s, monkeypatch)
+        asked = entries_read(s, monkeypatch)
         assert pipeline.finish() == {}  # nothing since: nothing read, no new mark
         assert asked.cases == [] and s.mark(PENDING_MARK) == mark
 
@@ -288,7 +299,7 @@ def test_work_a_mark_names_is_found_again_and_without_a_mark_every_case_is_read(
         mark = s.mark(PENDING_MARK)
         assert mark is not None and mark.data == {"pending": left}
         monkeypatch.undo()
-        asked = Asked(s, monkeypatch)
+        asked = entries_read(s, monkeypatch)
         assert set(pipeline.finish()) == set(left)  # named by the mark, nothing since
         assert asked.cases == left
         # without the mark (deleted by hand, or never kept): every case, the same work
@@ -361,20 +372,6 @@ def _same_pool(one: ComparisonPool, other: ComparisonPool) -> None:
             assert np.array_equal(getattr(twin, name)[:n], getattr(block, name)[:n]), name
 
 
-class FilesRead:
-    """The cases whose files a pool read (store.case_files)."""
-
-    def __init__(self, store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.cases: list[str] = []
-        read = store.case_files
-
-        def counted(case_ids: Any) -> Any:
-            self.cases.extend(case_ids)
-            return read(case_ids)
-
-        monkeypatch.setattr(store, "case_files", counted)
-
-
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_run_keeps_its_pool_and_the_next_starts_from_it_with_the_same_rows(
     backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -382,7 +379,7 @@ def test_a_run_keeps_its_pool_and_the_next_starts_from_it_with_the_same_rows(
     with _after_a_run(backend, tmp_path, 24) as (s, _):
         mark = s.mark(POOL_MARK)
         assert mark is not None and mark.data["format"] == POOL_FORMAT
-        files = FilesRead(s, monkeypatch)
+        files = files_read(s, monkeypatch)
         resumed = _pool_of(s)
         assert files.cases == []  # no decision's file read again
         _drop_marks(s)
@@ -405,7 +402,7 @@ def test_a_pool_resumed_from_its_mark_reads_only_what_came_after_it(
         assert decision is not None
         new = _left_awaiting_review(s, pipeline, 4740, "NEW")
         s.append(rejected, KEYSTONE_REJECTED, {"decisionSeq": decision.seq})
-        files = FilesRead(s, monkeypatch)
+        files = files_read(s, monkeypatch)
         resumed.refresh()
         assert sorted(files.cases) == sorted(c for c in new if c in resumed._where)
         assert rejected not in resumed._where
@@ -422,7 +419,7 @@ def test_a_pool_mark_of_another_form_or_configuration_is_not_used(
     with _after_a_run(backend, tmp_path, 12) as (s, _):
         rebuilt = Equipoise(s)
         config = rebuilt.config
-        files = FilesRead(s, monkeypatch)
+        files = files_read(s, monkeypatch)
         other = dataclasses.replace(config, sha256="0" * 64)
         _same_pool(_pool_of(s, config=other), _pool_of(s))  # read whole, then resumed
         first = len(files.cases)
@@ -447,7 +444,7 @@ def test_a_pool_mark_of_another_form_or_configuration_is_not_used(
             {**kept.data["products"]["auto"], "strength": 7},
         ):
             s.put_mark(POOL_MARK, kept.seq, {**kept.data, "products": {"auto": broken}})
-            files = FilesRead(s, monkeypatch)
+            files = files_read(s, monkeypatch)
             _same_pool(_pool_of(s), rebuilt.pool())
             assert files.cases  # the journal read
 
@@ -519,7 +516,7 @@ def test_a_service_worker_keeps_the_pool_its_reviews_read_when_it_closes(
         service.close()
         mark = s.mark(POOL_MARK)
         assert mark is not None and mark.seq == service.keystone.equipoise.pool_of_reviews()._mark
-        files = FilesRead(s, monkeypatch)
+        files = files_read(s, monkeypatch)
         _pool_of(s)
         assert files.cases == []  # the next worker starts from it
         # a pool that cannot be kept is logged, and the worker still closes
@@ -621,7 +618,7 @@ def test_a_run_keeps_where_it_left_its_cases_and_another_writers_work_meanwhile_
                 yield BatchLine(i, document)
 
         documents = _cases(4761, 10, "RUN")
-        read = Asked(s, monkeypatch)
+        read = entries_read(s, monkeypatch)
         summary = pipeline.run(lines())
         # the run read again only the cases the other writer touched: not its own
         assert sorted(read.cases) == sorted(foreign)
@@ -629,7 +626,7 @@ def test_a_run_keeps_where_it_left_its_cases_and_another_writers_work_meanwhile_
         mark = s.mark(PENDING_MARK)
         assert mark is not None and mark.seq == _head(s)
         assert set(mark.data["pending"]) == set(foreign) == _fold_pending(pipeline)
-        asked = Asked(s, monkeypatch)
+        asked = entries_read(s, monkeypatch)
         done = pipeline.finish()
         assert set(done) == set(foreign) and sorted(asked.cases) == sorted(foreign)
         assert _fold_pending(pipeline) == set()
@@ -653,7 +650,7 @@ def test_a_run_that_leaves_its_own_cases_pending_names_them_in_its_mark(
         assert awaiting  # declines and counteroffers, their notices not sent
         mark = s.mark(PENDING_MARK)
         assert mark is not None and set(mark.data["pending"]) == awaiting
-        asked = Asked(s, monkeypatch)
+        asked = entries_read(s, monkeypatch)
         assert set(pipeline.finish()) == awaiting
         assert set(asked.cases) == awaiting
         assert _fold_pending(pipeline) == set()

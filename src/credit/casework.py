@@ -194,15 +194,12 @@ class CaseWork:
         the mark, and its case is looked at again next time), so a start reads what
         the journal gained since the last, not the whole journal."""
         head = self.store.tree_head()[0]
-        mark = self.store.mark(PENDING_MARK)
-        if mark is None:
-            candidates = None
-        else:
-            pending = mark.data.get("pending")
-            if isinstance(pending, list) and all(isinstance(c, str) for c in pending):
-                candidates = self.store.touched_cases(mark.seq, STANDING_KINDS, including=pending)
-            else:  # not a mark this code keeps: every case, as without one
-                mark, candidates = None, None
+        kept = self._pending_mark()
+        candidates = (
+            None
+            if kept is None
+            else self.store.touched_cases(kept[0], STANDING_KINDS, including=kept[1])
+        )
         found: list[str] = []
         done: dict[str, CaseLife] = {}
         pool: ComparisonPool | None = None
@@ -213,9 +210,21 @@ class CaseWork:
             if pool is None:
                 pool = self.keystone.equipoise.pool()
             done[standing.case_id] = self.finish(standing.case_id, pool=pool)
-        if mark is None or head > mark.seq or found != mark.data.get("pending"):
+        if kept is None or head > kept[0] or found != kept[1]:
             self.store.put_mark(PENDING_MARK, head, {"pending": found})
         return done
+
+    def _pending_mark(self) -> tuple[int, list[str]] | None:
+        """The kept mark of pending work: the entry it was made on and the cases it
+        names; None without one (or with one this code does not keep: then every case
+        is read, as without one)."""
+        mark = self.store.mark(PENDING_MARK)
+        named = None if mark is None else mark.data.get("pending")
+        if mark is None or not isinstance(named, list):
+            return None
+        if not all(isinstance(c, str) for c in named):
+            return None
+        return mark.seq, named
 
     def keep_pending(self, seen: Sequence[int], pending: Collection[str]) -> bool:
         """After a batch, keep the mark of pending work (:data:`PENDING_MARK`) made on
@@ -231,14 +240,14 @@ class CaseWork:
         kept mark named that has none since stays named. Whether a mark was kept (none
         without a mark to start from)."""
         head = self.store.tree_head()[0]
-        mark = self.store.mark(PENDING_MARK)
-        named = None if mark is None else mark.data.get("pending")
-        if mark is None or not isinstance(named, list):
+        kept = self._pending_mark()
+        if kept is None:
             return False
+        since, named = kept
         still = set(named)
         found: list[str] = []
         again: list[str] = []
-        for case_id, latest in self.store.latest_seqs(mark.seq):
+        for case_id, latest in self.store.latest_seqs(since):
             still.discard(case_id)
             at = bisect.bisect_left(seen, latest)
             if at < len(seen) and seen[at] == latest:

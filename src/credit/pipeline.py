@@ -429,8 +429,7 @@ class Pipeline:
         if summary.chain.ok:
             # Where the batch left its cases, and the pool as it left it: the next run
             # and service worker read only what came after.
-            standing.last_seqs = array("q", sorted(standing.last_seqs))
-            self.work.keep_pending(standing.last_seqs, standing.pending)
+            self.work.keep_pending(array("q", sorted(standing.last_seqs)), standing.pending)
             pool.keep()
         if self.checkpoints is not None and summary.chain.ok:
             # The batch is committed: sign the tree head, so every entry is covered.
