@@ -1,7 +1,9 @@
 """`make bench`: speed figures, each measured in this run (no stored baselines).
 
 Every benchmark script in this folder named ``bench_*.py`` exposes ``main() -> None``
-and prints its own figures; this runner calls them in name order.
+and prints its own figures; this runner calls them in name order. Each is imported
+under its own name (this folder on the path, the module in ``sys.modules``), so that
+a function of it that a benchmark hands to a pool of processes pickles by name.
 """
 
 from __future__ import annotations
@@ -14,10 +16,13 @@ HERE = Path(__file__).resolve().parent
 
 
 def main() -> int:
+    if str(HERE) not in sys.path:
+        sys.path.insert(0, str(HERE))
     for script in sorted(HERE.glob("bench_*.py")):
         spec = importlib.util.spec_from_file_location(script.stem, script)
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
+        sys.modules[script.stem] = module
         spec.loader.exec_module(module)
         print(f"== {script.stem}", flush=True)
         module.main()
