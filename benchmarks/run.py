@@ -11,19 +11,26 @@ from __future__ import annotations
 import importlib.util
 import sys
 from pathlib import Path
+from types import ModuleType
 
 HERE = Path(__file__).resolve().parent
 
 
-def main() -> int:
+def load(script: Path) -> ModuleType:
+    """The benchmark ``script``, imported under its own name (see the module docs)."""
     if str(HERE) not in sys.path:
         sys.path.insert(0, str(HERE))
+    spec = importlib.util.spec_from_file_location(script.stem, script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[script.stem] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def main() -> int:
     for script in sorted(HERE.glob("bench_*.py")):
-        spec = importlib.util.spec_from_file_location(script.stem, script)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[script.stem] = module
-        spec.loader.exec_module(module)
+        module = load(script)
         print(f"== {script.stem}", flush=True)
         module.main()
     return 0
