@@ -28,6 +28,17 @@ shares a chain, so no design that keeps this per-case work can decide the batch 
 on this machine; it says how far the goal is from what the cores can give, whatever the
 journal's locking.
 
+Under it, the MCP floor: the four tool calls of a turn over the SDK's in-process
+transport alone, as the pipeline makes them (the rules underwriter's real arguments and
+the governed tools' real results, recorded from real turns on a journal of their own and
+then replayed by a server with nothing governed behind it). It is the part of each
+case's CPU that the goal's "MCP turn real" fixes, whatever else is made faster, set
+against the CPU a case the goal allows on this machine's cores; and the same calls over
+the SDK's modern in-process path (protocol 2026-07-28: no streams, no JSON-RPC framing,
+no handshake), which the pipeline does not use (its calls are framed and serialised as
+over stdio, the transport a model's session takes), to show what a transport choice
+could give.
+
 Goals (issue 14): 1,000 cases/s and within 20x of the bare underwriter; bounded memory
 over 100,000 cases. The figures are printed as measured, goal met or not.
 """
@@ -42,20 +53,30 @@ import tempfile
 import time
 import uuid
 from collections import Counter
+from collections.abc import AsyncIterator
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
+from mcp import Client
+from mcp.server.mcpserver import MCPServer
 from sqlalchemy import create_engine, text
 
 from credit.batch.notices import process_context
 from credit.examples import generate_cases
+from credit.governance.governor import Governor
+from credit.governance.onramp import intake
 from credit.journal import open_store
 from credit.journal.keys import keygen
 from credit.models import parse_case
 from credit.notices import DirectoryOutbox
 from credit.pipeline import BatchLine, Pipeline
 from credit.policy import default_policy
+from credit.tools.governed import CaseTools
+from credit.tools.server import ToolOutcome, ToolSession, build_server, open_session
+from credit.underwriters.rules import RulesUnderwriter
 from credit.underwriting import decide_case
 
 SEED = 1414
@@ -160,6 +181,108 @@ def ceiling(tmp: Path, documents: list[dict[str, Any]], rate: float) -> None:
         f"its own (no shared chain or write lock; {cpu:.1f} ms CPU/case in them): "
         f"{top / rate:.2f}x the shared journal's rate, {GOAL / top:.1f}x short of the goal "
         f"(which needs {WORKERS * 1000 / GOAL:.1f} ms CPU/case at most on {WORKERS} cores)"
+    )
+
+
+FLOOR_CASES = 40  # turns recorded for the MCP floor, each replayed FLOOR_ROUNDS times
+FLOOR_ROUNDS = 5
+
+Call = tuple[str, dict[str, Any], dict[str, Any]]  # tool, arguments, result
+
+
+def record_turns(url: str, documents: list[dict[str, Any]]) -> list[list[Call]]:
+    """Each case's real turn (taken in on the journal at ``url``, then the rules
+    underwriter driving the governed tools over MCP): the calls it made, in order, each
+    with its arguments and the governed tool's result."""
+    turns: list[list[Call]] = []
+
+    async def drive() -> None:
+        for document in documents:
+            case_id = document["caseId"]
+            tools = CaseTools(store, case_id, Governor(store, case_id, underwriter="rules"))
+            turn: list[Call] = []
+
+            def recorded(
+                name: str,
+                arguments: dict[str, Any],
+                tools: CaseTools = tools,
+                turn: list[Call] = turn,
+            ) -> dict[str, Any]:
+                result = tools.call(name, arguments)
+                turn.append((name, arguments, result))
+                return result
+
+            async with open_session(build_server(recorded)) as session:
+                await RulesUnderwriter().drive(session)
+            turns.append(turn)
+
+    with open_store(url) as store:
+        for document in documents:
+            intake(document, store)
+        anyio.run(drive)
+    return turns
+
+
+MODERN = "2026-07-28"  # the SDK's modern in-process path, for comparison only
+
+
+@asynccontextmanager
+async def _session(server: MCPServer, mode: str) -> AsyncIterator[ToolSession]:
+    """The pipeline's session (:func:`open_session`: JSON-RPC framed as over stdio), or
+    the SDK's modern in-process path (no streams, no framing, no handshake)."""
+    if mode == "legacy":
+        async with open_session(server) as session:
+            yield session
+    else:
+        async with Client(server, mode=mode) as client:
+            yield ToolSession(client)
+
+
+def replay_turns(
+    turns: list[list[Call]], rounds: int, mode: str = "legacy"
+) -> tuple[float, list[ToolOutcome]]:
+    """The recorded calls made again over one in-process MCP session whose server only
+    returns each call's recorded result: the best CPU s a turn of ``rounds`` rounds,
+    and the outcomes of the last round (each must be its recorded result)."""
+    serving: dict[str, dict[str, Any]] = {}
+    server = build_server(lambda name, arguments: serving[name])
+    best, last = float("inf"), list[ToolOutcome]()
+
+    async def calls() -> None:
+        nonlocal best, last
+        async with _session(server, mode) as session:
+            for _ in range(rounds):
+                outcomes = []
+                cpu = time.process_time()
+                for turn in turns:
+                    serving.clear()
+                    serving.update((name, result) for name, _, result in turn)
+                    for name, arguments, _ in turn:
+                        outcomes.append(await session.call(name, arguments))
+                best = min(best, (time.process_time() - cpu) / len(turns))
+                last = outcomes
+
+    anyio.run(calls)
+    return best, last
+
+
+def mcp_floor(tmp: Path, documents: list[dict[str, Any]]) -> None:
+    """The ``MCP floor`` line: the SDK's part of each case's CPU, on the pipeline's
+    transport and on the SDK's cheaper modern in-process path."""
+    turns = record_turns(f"sqlite:///{tmp / 'floor.db'}", documents[:FLOOR_CASES])
+    expected = [(name, result) for turn in turns for name, _, result in turn]
+    allowed = WORKERS * 1000 / GOAL
+    cpu = {}
+    for mode in ("legacy", MODERN):
+        cpu[mode], outcomes = replay_turns(turns, FLOOR_ROUNDS, mode)
+        assert [(o.tool, o.data) for o in outcomes if o.ok] == expected, f"{mode}: a call differs"
+    legacy, modern = cpu["legacy"] * 1000, cpu[MODERN] * 1000
+    print(
+        f"   MCP floor: the {len(expected) / len(turns):.0f} tool calls of a turn over the "
+        f"SDK's in-process transport alone (real arguments and results, replayed; nothing "
+        f"governed behind them): {legacy:.2f} ms CPU/case, {legacy / allowed:.0%} of the "
+        f"{allowed:.1f} ms CPU/case the goal allows on {WORKERS} cores (the SDK's modern "
+        f"in-process path, {MODERN}, unframed: {modern:.2f} ms, {modern / allowed:.0%})"
     )
 
 
@@ -271,6 +394,7 @@ def _measure(tmp: Path, documents: list[dict[str, Any]], bare: float) -> None:
         "(goal within 20x)"
     )
     ceiling(tmp, documents, rates["SQLite"])
+    mcp_floor(tmp, documents)
     memory(tmp)
 
 
