@@ -14,6 +14,14 @@ checks the journal: every case taken in and decided exactly once
 chain verifies. Exits non-zero (AssertionError) if any of that fails. Bounded: a fixed
 number of cases, a timeout on every request, and the server stopped at the end.
 
+Under it, the load bound: the CPU the server's processes (``credit serve`` and its
+workers, read from ``/proc``) and the load generator spent a case over the 32-client
+phase. On the machine's cores no locking or scheduling can decide more cases a second
+than the cores divided by that CPU, and by Little's law 32 clients each waiting on one
+case at a time then wait at least 32 times a case's server CPU over the cores for each
+case's requests, in all: the least that queueing alone adds, whatever the code's
+locking, against the goals' 100 ms for decide's p99.
+
 ``BENCH_SERVICE_CASES`` overrides the number of cases (at least 2,000 for the figures
 the docs quote).
 """
@@ -210,15 +218,76 @@ def postgres_schema(url: str) -> Iterator[str]:
             engine.dispose()
 
 
+def _process_tree_cpu(root: int) -> float:
+    """CPU seconds (user + system) of process ``root`` and every process under it, now
+    (from ``/proc``; processes that have ended are counted in their parent's children
+    totals only once reaped, so read it while they run)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    used: dict[int, float] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # it ended while being read
+            continue
+        parents[int(entry.name)] = int(fields[1])
+        used[int(entry.name)] = (int(fields[11]) + int(fields[12])) / ticks
+    tree, grew = {root}, True
+    while grew:
+        more = {pid for pid, parent in parents.items() if parent in tree} - tree
+        grew, tree = bool(more), tree | more
+    return sum(used.get(pid, 0.0) for pid in tree)
+
+
+def _server_pid(base: str) -> int:
+    """The process of the ``credit serve`` this process started on ``base``'s port."""
+    port = base.rsplit(":", 1)[1].encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except OSError:
+            continue
+        if parent == os.getpid() and b"serve" in argv and port in argv:
+            return int(entry.name)
+    raise RuntimeError(f"no credit serve of this process listens on {base}")
+
+
+def load_bound(
+    server: float, client: float, cases: int, rate: float, clients: int = CLIENTS
+) -> str:
+    """The ``load bound`` line from the CPU seconds the server's processes and the load
+    generator spent over ``cases`` cases, decided at ``rate`` cases/s."""
+    cores = os.cpu_count() or 1
+    per_case, generator = server / cases * 1000, client / cases * 1000
+    most = cores * 1000 / (per_case + generator)
+    least = clients * per_case / cores
+    return (
+        f"   load bound: the server's processes spent {per_case:.1f} ms CPU a case, the "
+        f"load generator {generator:.1f} ms: on {cores} cores at most {most:,.0f} cases/s "
+        f"whatever the locking (measured {rate:.1f}); at {clients} clients a case's "
+        f"requests then take at least {least:,.0f} ms in all (Little's law), against the "
+        f"goals' 100 ms for decide's p99"
+    )
+
+
 def run(label: str, url: str, schema: str | None, tmp: Path, cases: list[dict[str, Any]]) -> None:
     keys = keys_for(url, schema)
     folder = tmp / label
     folder.mkdir()
     many, alone = cases[:-SINGLE_CASES], cases[-SINGLE_CASES:]
     with served(url, schema, folder, workers=WORKERS) as base:
+        server = _server_pid(base)
+        server_cpu, client_cpu = _process_tree_cpu(server), time.process_time()
         start = time.perf_counter()
         rec = asyncio.run(drive(base, many, keys))
         wall = time.perf_counter() - start
+        server_cpu = _process_tree_cpu(server) - server_cpu
+        client_cpu = time.process_time() - client_cpu
         start = time.perf_counter()
         single = asyncio.run(drive(base, alone, keys, clients=1))
         wall_single = time.perf_counter() - start
@@ -236,6 +305,7 @@ def run(label: str, url: str, schema: str | None, tmp: Path, cases: list[dict[st
         f"baseline the status read in the same run, p99 {status:,.0f} ms / {status_one:,.0f} "
         f"ms (goal 10 ms); ratio {decide / status:.1f}x / {decide_one / status_one:.1f}x"
     )
+    print(load_bound(server_cpu, client_cpu, len(many), len(many) / wall))
 
 
 def main() -> None:

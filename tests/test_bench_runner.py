@@ -1,9 +1,13 @@
 """`make bench`'s runner (benchmarks/run.py): a benchmark it loads hands functions of
-its own to a process pool (the governed run's ceiling), so they must pickle by name."""
+its own to a process pool (the governed run's ceiling), so they must pickle by name.
+And the bounds the benchmarks print beside the goals they measure: the governed run's
+MCP floor (the tool calls replayed, each answered with its own result) and the
+service's load bound (the CPU of the server and of every process under it)."""
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import pickle
 import sys
 from pathlib import Path
@@ -67,3 +71,68 @@ def test_the_mcp_floor_replays_each_recorded_turn_call_for_call(
         assert [o.ok for o in governed.replay_turns(missing, 1)[1]] == [True, False]
     finally:
         sys.modules.pop("bench_governed", None)
+
+
+BURN = """
+import subprocess, sys, time
+if sys.argv[1:] == ["child"]:
+    started = time.process_time()
+    while time.process_time() - started < 0.3:
+        pass
+    print("burnt", flush=True)
+    time.sleep(30)
+else:
+    child = subprocess.Popen([sys.executable, "-c", sys.argv[1], "child"])
+    child.wait()
+"""
+
+
+def test_the_service_load_bound_counts_the_cpu_of_the_server_and_every_process_under_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The service benchmark's load bound reads the CPU of ``credit serve`` and of its
+    workers (processes it started, which did the work): a grandchild's CPU is the
+    server's too, and the server is found by its port among this process's children."""
+    import subprocess
+
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    try:
+        service = _runner().load(BENCHMARKS / "bench_service.py")
+        server = subprocess.Popen(
+            [sys.executable, "-c", BURN, BURN, "serve", "--port", "54321"],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert server.stdout is not None and server.stdout.readline() == "burnt\n"
+            assert service._server_pid("http://127.0.0.1:54321") == server.pid
+            with pytest.raises(RuntimeError, match="54322"):
+                service._server_pid("http://127.0.0.1:54322")
+            assert 0.3 <= service._process_tree_cpu(server.pid) < 5
+        finally:
+            for pid in _children(server.pid):
+                subprocess.run(["kill", str(pid)], check=False)
+            server.kill()
+            server.wait()
+            if server.stdout is not None:
+                server.stdout.close()
+        line = service.load_bound(server=8.0, client=2.0, cases=200, rate=20.0, clients=32)
+        cores = os.cpu_count() or 1
+        assert f"{8000 / 200:.1f} ms CPU a case" in line and "generator 10.0 ms" in line
+        assert f"at most {cores * 1000 / 50:,.0f} cases/s" in line
+        assert f"at least {32 * 40 / cores:,.0f} ms in all" in line
+    finally:
+        sys.modules.pop("bench_service", None)
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(stat[1]) == pid:
+                found.append(int(entry.name))
+    return found
