@@ -15,8 +15,9 @@ chain verifies. Exits non-zero (AssertionError) if any of that fails. Bounded: a
 number of cases, a timeout on every request, and the server stopped at the end.
 
 Under it, the load bound: the CPU the server's processes (``credit serve`` and its
-workers, read from ``/proc``) and the load generator spent a case over the 32-client
-phase. On the machine's cores no locking or scheduling can decide more cases a second
+workers, read from ``/proc``; a PostgreSQL server's own CPU is not counted, so on
+PostgreSQL the bound is looser than the truth) and the load generator spent a case over
+the 32-client phase. On the machine's cores no locking or scheduling can decide more cases a second
 than the cores divided by that CPU, and by Little's law 32 clients each waiting on one
 case at a time then wait at least 32 times a case's server CPU over the cores for each
 case's requests, in all: the least that queueing alone adds, whatever the code's
@@ -267,8 +268,9 @@ def load_bound(
     most = cores * 1000 / (per_case + generator)
     least = clients * per_case / cores
     return (
-        f"   load bound: the server's processes spent {per_case:.1f} ms CPU a case, the "
-        f"load generator {generator:.1f} ms: on {cores} cores at most {most:,.0f} cases/s "
+        f"   load bound: the server's processes spent {per_case:.1f} ms CPU a case (a "
+        f"database server's own not counted), the load generator {generator:.1f} ms: "
+        f"on {cores} cores at most {most:,.0f} cases/s "
         f"whatever the locking (measured {rate:.1f}); at {clients} clients a case's "
         f"requests then take at least {least:,.0f} ms in all (Little's law), against the "
         f"goals' 100 ms for decide's p99"
