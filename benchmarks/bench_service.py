@@ -219,42 +219,49 @@ def postgres_schema(url: str) -> Iterator[str]:
             engine.dispose()
 
 
-def _process_tree_cpu(root: int) -> float:
-    """CPU seconds (user + system) of process ``root`` and every process under it, now
-    (from ``/proc``; processes that have ended are counted in their parent's children
-    totals only once reaped, so read it while they run)."""
+def _processes() -> dict[int, tuple[int, float]]:
+    """Every running process, from ``/proc``: its parent's pid and its CPU seconds (user +
+    system) so far."""
     ticks = os.sysconf("SC_CLK_TCK")
-    parents: dict[int, int] = {}
-    used: dict[int, float] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    found: dict[int, tuple[int, float]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:  # it ended while being read
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            found[int(stat.parent.name)] = (
+                int(fields[1]),
+                (int(fields[11]) + int(fields[12])) / ticks,
+            )
+        except (OSError, IndexError):  # it ended while being read
             continue
-        parents[int(entry.name)] = int(fields[1])
-        used[int(entry.name)] = (int(fields[11]) + int(fields[12])) / ticks
-    tree, grew = {root}, True
-    while grew:
-        more = {pid for pid, parent in parents.items() if parent in tree} - tree
-        grew, tree = bool(more), tree | more
-    return sum(used.get(pid, 0.0) for pid in tree)
+    return found
+
+
+def _process_tree_cpu(root: int) -> float:
+    """CPU seconds of process ``root`` and every process under it, now (a process that
+    has ended is no longer counted: read it while they run)."""
+    processes = _processes()
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _) in processes.items():
+        children.setdefault(parent, []).append(pid)
+    tree, todo = set[int](), [root]
+    while todo:
+        pid = todo.pop()
+        tree.add(pid)
+        todo += children.get(pid, [])
+    return sum(processes[pid][1] for pid in tree if pid in processes)
 
 
 def _server_pid(base: str) -> int:
     """The process of the ``credit serve`` this process started on ``base``'s port."""
     port = base.rsplit(":", 1)[1].encode()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    mine = [pid for pid, (parent, _) in _processes().items() if parent == os.getpid()]
+    for pid in mine:
         try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if parent == os.getpid() and b"serve" in argv and port in argv:
-            return int(entry.name)
+        if b"serve" in argv and port in argv:
+            return pid
     raise RuntimeError(f"no credit serve of this process listens on {base}")
 
 

@@ -110,7 +110,7 @@ def test_the_service_load_bound_counts_the_cpu_of_the_server_and_every_process_u
                 service._server_pid("http://127.0.0.1:54322")
             assert 0.3 <= service._process_tree_cpu(server.pid) < 5
         finally:
-            for pid in _children(server.pid):
+            for pid in [p for p, (up, _) in service._processes().items() if up == server.pid]:
                 subprocess.run(["kill", str(pid)], check=False)
             server.kill()
             server.wait()
@@ -123,16 +123,3 @@ def test_the_service_load_bound_counts_the_cpu_of_the_server_and_every_process_u
         assert f"at least {32 * 40 / cores:,.0f} ms in all" in line
     finally:
         sys.modules.pop("bench_service", None)
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(stat[1]) == pid:
-                found.append(int(entry.name))
-    return found
