@@ -10,6 +10,7 @@ entries, growing with the journal).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,8 +22,11 @@ from hypothesis import strategies as st
 from credit.errors import InputError, JournalIntegrityError
 from credit.journal import InMemoryStore, SqlStore, open_store
 from credit.journal.audit import load_checkpoints
+from credit.journal.checkpoint import CHECKPOINT_SUFFIX, newest_file
 from credit.journal.merkle import KeptFrontiers, MerkleLog, leaf_hash, root
+from credit.journal.writerlock import LOCK_SUFFIX, SIGNER_LOCK
 from test_journal_store import sql_backend
+from test_journal_writerlock import _free
 
 
 @pytest.fixture(params=("sqlite", "postgresql"))
@@ -310,3 +314,157 @@ def test_a_checkpoint_signed_last_is_taken_as_read_only_for_the_key_that_signed_
     with pytest.raises(JournalIntegrityError) as unknown:
         newest_checkpoint(tmp_path, other.verifier, last=last)
     assert unknown.value.check == "unknown-key"
+
+
+# ---------------------------------------------------------------- signing beside writers
+#
+# A checkpoint signs the committed head, read without the journal's write lock: the
+# folder's signers queue on a lock of their own (writerlock.signer_lock), so signing (a
+# signature and a durable file) never holds the journal's writers up. Under load the
+# service's requests spent about a quarter of their time under the write lock signing.
+
+
+def test_a_checkpoint_is_signed_under_the_folders_signer_lock_not_the_journals_write_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import credit.journal.sql as sql
+
+    db, folder = tmp_path / "j.db", tmp_path / "checkpoints"
+    seen: list[tuple[bool, bool]] = []
+    real = sql.sign_head
+
+    def watched(*args: Any, **kwargs: Any) -> Path:
+        seen.append((_free(db.with_name(db.name + LOCK_SUFFIX)), _free(folder / SIGNER_LOCK)))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sql, "sign_head", watched)
+    with open_store(f"sqlite:///{db}") as store:
+        store.append("A", "note", {})
+        store.checkpoint(folder)
+    assert seen == [(True, False)], "(write lock free, signer lock free) while signing"
+    assert _free(folder / SIGNER_LOCK)  # let go after
+    assert newest_file(folder) == f"{1:020d}{CHECKPOINT_SUFFIX}"  # the lock file is hidden
+
+
+def test_a_writer_commits_while_another_store_is_signing_and_the_next_checkpoint_covers_it(
+    two: tuple[SqlStore, SqlStore], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import credit.journal.sql as sql
+
+    first, second = two
+    folder = tmp_path / "checkpoints"
+    first.append("A", "step.done", {})
+    signing, committed = threading.Event(), threading.Event()
+    went_on: list[bool] = []
+    real = sql.sign_head
+
+    def paused(*args: Any, **kwargs: Any) -> Path:
+        signing.set()
+        went_on.append(committed.wait(30))  # the other writer commits meanwhile
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sql, "sign_head", paused)
+    signed: list[Path] = []
+    signer = threading.Thread(target=lambda: signed.append(first.checkpoint(folder)))
+    signer.start()
+    assert signing.wait(30)
+    second.append("B", "step.done", {})  # would wait for the signature under the write lock
+    committed.set()
+    signer.join(60)
+    assert went_on == [True] and signed[0].name == f"{1:020d}{CHECKPOINT_SUFFIX}"
+    assert second.covered(folder) is None  # the head signed was read before B's entry
+    monkeypatch.setattr(sql, "sign_head", real)
+    newest = second.checkpoint(folder, covering=True)
+    assert newest.name == f"{2:020d}{CHECKPOINT_SUFFIX}" and first.covered(folder) == newest
+    kept, findings = load_checkpoints(folder, first.key.verifier, origin=first.key.name)
+    assert findings == [] and [k.checkpoint.size for k in kept] == [1, 2]
+
+
+def test_a_signer_waits_for_the_one_signing_so_no_head_it_read_is_older_than_the_newest_kept(
+    two: tuple[SqlStore, SqlStore], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first store has read its head (one entry) and is about to sign it; the second
+    appends and signs its own, larger head. Were they not queued on the folder's lock,
+    the second's checkpoint (two entries) would be kept first and the first's head,
+    smaller than the newest checkpoint, refused as a truncated journal. Queued, the
+    second waits (here up to a second and a half, in vain) and signs after."""
+    import credit.journal.sql as sql
+
+    first, second = two
+    folder = tmp_path / "checkpoints"
+    first.append("A", "step.done", {})
+    reading, other_signed = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+    real = sql.sign_head
+
+    def slow(*args: Any, **kwargs: Any) -> Path:
+        if threading.current_thread().name == "first":
+            reading.set()
+            other_signed.wait(1.5)  # set only if the second store could sign meanwhile
+        return real(*args, **kwargs)
+
+    def sign(store: SqlStore, then: threading.Event | None) -> None:
+        try:
+            store.checkpoint(folder)
+        except BaseException as err:  # reported below
+            errors.append(err)
+        if then is not None:
+            then.set()
+
+    monkeypatch.setattr(sql, "sign_head", slow)
+    signer = threading.Thread(target=sign, args=(first, None), name="first")
+    signer.start()
+    assert reading.wait(30)
+    second.append("B", "step.done", {})
+    other = threading.Thread(target=sign, args=(second, other_signed))
+    other.start()
+    for thread in (signer, other):
+        thread.join(60)
+    assert errors == []
+    kept, findings = load_checkpoints(folder, first.key.verifier, origin=first.key.name)
+    assert findings == [] and [k.checkpoint.size for k in kept] == [1, 2]
+    assert newest_file(folder) == newest_file(folder, pointer=False) == f"{2:020d}.checkpoint"
+    assert first.audit(kept).ok
+
+
+def test_asking_for_cover_takes_a_newer_checkpoint_kept_and_signs_only_when_there_is_none(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "checkpoints"
+    url = f"sqlite:///{tmp_path / 'j.db'}"
+    with open_store(url) as first, open_store(url) as second:
+        first.append("A", "note", {})
+        second.append("B", "note", {})
+        by_second = second.checkpoint(folder)  # size 2: covers the first's entry
+        second.append("B", "note", {})  # entry 3, the second's: the head moved on
+        assert first.checkpoint(folder, covering=True) == by_second  # nothing signed
+        assert sorted(p.name for p in folder.glob("*.checkpoint")) == [by_second.name]
+        first.append("A", "note", {})  # entry 4: no checkpoint covers it
+        signed = first.checkpoint(folder, covering=True)
+        assert signed.name == f"{4:020d}.checkpoint"
+        assert len(list(folder.glob("*.checkpoint"))) == 2
+        assert first.checkpoint(folder).name == signed.name  # without cover: the head
+
+
+def test_the_in_memory_store_asked_for_cover_signs_nothing_while_its_head_is_signed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import credit.journal.base as base
+
+    folder = tmp_path / "checkpoints"
+    signed: list[int] = []
+    real = base.sign_head
+
+    def counted(key: Any, directory: Path, size: int, *args: Any, **kwargs: Any) -> Path:
+        signed.append(size)
+        return real(key, directory, size, *args, **kwargs)
+
+    monkeypatch.setattr(base, "sign_head", counted)
+    store = InMemoryStore()
+    store.append("A", "note", {})
+    path = store.checkpoint(folder, covering=True)
+    assert store.checkpoint(folder, covering=True) == path and signed == [1]
+    assert store.checkpoint(folder) == path and signed == [1, 1]  # signed again: same file
+    store.append("A", "note", {})
+    assert store.checkpoint(folder, covering=True).name == f"{2:020d}.checkpoint"
+    assert signed == [1, 1, 2]

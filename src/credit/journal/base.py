@@ -470,9 +470,11 @@ class Store(Protocol):
         """The leaf hashes of the first ``size`` entries (all by default)."""
         ...
 
-    def checkpoint(self, directory: Path) -> Path:
+    def checkpoint(self, directory: Path, *, covering: bool = False) -> Path:
         """Sign the tree head and keep it in ``directory``
-        (:func:`credit.journal.tree.sign_head`); the path of the checkpoint."""
+        (:func:`credit.journal.tree.sign_head`); the path of the checkpoint.
+        ``covering``: a checkpoint kept that already covers every entry this writer
+        committed (:meth:`covered`) is the answer instead, and nothing is signed."""
         ...
 
     def covered(self, directory: Path) -> Path | None:
@@ -637,7 +639,9 @@ class InMemoryStore:
             size = self._log.size
         return covering_checkpoint(directory, self._key, size) if size else None
 
-    def checkpoint(self, directory: Path) -> Path:
+    def checkpoint(self, directory: Path, *, covering: bool = False) -> Path:
+        if covering and (kept := self.covered(directory)) is not None:
+            return kept
         with self._lock:  # the head cannot move while it is signed
             size, head = self._log.size, self._log.root()
 

@@ -438,7 +438,7 @@ def newest_file(directory: Path, *, pointer: bool = True) -> str | None:
 
     ``pointer``: as the folder's pointer (``.newest``) names it when it names a file
     that is there. :func:`write_checkpoint` keeps the pointer, so a folder written only
-    through it (every signature: ``store.checkpoint``, under the journal's write lock)
+    through it (every signature: ``store.checkpoint``, under the folder's signer lock)
     never lists its files, one more with every signature, to find the newest. A missing
     or broken pointer falls back on listing; a pointer left stale by a crash between
     a file and its pointer names an older checkpoint, which only weakens the next
@@ -460,8 +460,9 @@ def _point_at(directory: Path, name: str) -> None:
 
     The pointer file is overwritten in place (every name is as long as every other):
     a rename per signature cost about 0.3 ms of the filesystem's journal, most of what
-    keeping the pointer cost. Its writers all sign under the journal's write lock, and
-    so does the reader whose check it guides (:func:`credit.journal.tree.sign_head`);
+    keeping the pointer cost. Its writers all sign under the folder's signer lock
+    (:func:`credit.journal.writerlock.signer_lock`), and so does the reader whose check
+    it guides (:func:`credit.journal.tree.sign_head`);
     a reader without the lock (:func:`credit.journal.tree.covering_checkpoint`) that
     reads it half written finds a name that is no file (a listing) or an older
     checkpoint (no cover: it signs). A pointer that is not yet there, or is not a

@@ -108,7 +108,7 @@ from credit.journal.checkpoint import CHECKPOINT_SUFFIX
 from credit.journal.merkle import KeptFrontiers, MerkleLog, leaf_hash
 from credit.journal.signer import JournalKey, load_journal_key
 from credit.journal.tree import LastSigned, covering_checkpoint, sign_head
-from credit.journal.writerlock import FifoLock, writer_lock
+from credit.journal.writerlock import FifoLock, signer_lock, writer_lock
 from credit.kinds import INTAKE_ACCEPTED
 
 __all__ = [
@@ -857,35 +857,52 @@ class SqlStore:
         with self._read() as conn:
             return list(self._stored_leaves(conn, 0, size))
 
-    def checkpoint(self, directory: Path) -> Path:
-        """Sign the tree head and keep the checkpoint in ``directory``, under the write
-        lock (the head cannot move meanwhile); see :func:`credit.journal.tree.sign_head`."""
+    def checkpoint(self, directory: Path, *, covering: bool = False) -> Path:
+        """Sign the committed tree head and keep the checkpoint in ``directory`` (see
+        :func:`credit.journal.tree.sign_head`).
+
+        The head is read without the journal's write lock: the journal's writers go on
+        while a checkpoint is signed (a signature and a durable file), and the folder's
+        signers queue on a lock of their own
+        (:func:`credit.journal.writerlock.signer_lock`), in every process. Entries are
+        only appended, so the head read under that lock is never smaller than any
+        checkpoint signed before it unless entries were cut, and its first entries are
+        those any earlier checkpoint signed unless history was rewritten: the checks
+        that refuse to sign then hold as they did under the write lock.
+
+        ``covering``: if the newest checkpoint kept already covers every entry this
+        thread committed (another signer, waited for here, signed a head after them),
+        that checkpoint is the answer and nothing is signed (:meth:`covered`)."""
         if self._joined() is not None:
             raise JournalError(
                 "a checkpoint signs committed entries only: sign it after the group commits"
             )
-        with self._write() as conn:
-            log = self._grown(conn, self._head_seq(conn))
-            size, head = log.size, log.root()
-            kept = directory / f"{size:020d}{CHECKPOINT_SUFFIX}"
-            if self._signed == (size, head) and kept.is_file():
-                return kept  # this tree head is signed already
+        with signer_lock(directory).held():
+            if covering and (kept := self.covered(directory)) is not None:
+                return kept
+            with self._read() as conn:
+                log = self._grown(conn, self._head_seq(conn))
+                size, head = log.size, log.root()
+                kept = directory / f"{size:020d}{CHECKPOINT_SUFFIX}"
+                if self._signed == (size, head) and kept.is_file():
+                    return kept  # this tree head is signed already
 
-            def root_at(n: int) -> bytes:
-                # The newest checkpoint may be another writer's, at a size this store
-                # passed while catching up: grown from the nearest frontier kept below
-                # it, so only the leaves since are read (all of them only at first).
-                if n == size:
-                    return head
-                with self._tree_lock:
-                    log = self._frontiers.start(n)
-                if log.size < n:  # else kept at n itself: no query
-                    for leaf in self._stored_leaves(conn, log.size, n):
-                        log.append(leaf)
-                return log.root()
+                def root_at(n: int) -> bytes:
+                    # The newest checkpoint may be another writer's, at a size this
+                    # store passed while catching up: grown from the nearest frontier
+                    # kept below it, so only the leaves since are read (all of them
+                    # only at first).
+                    if n == size:
+                        return head
+                    with self._tree_lock:
+                        log = self._frontiers.start(n)
+                    if log.size < n:  # else kept at n itself: no query
+                        for leaf in self._stored_leaves(conn, log.size, n):
+                            log.append(leaf)
+                    return log.root()
 
-            path = sign_head(self.key, directory, size, head, root_at, last=self._last_signed)
-        self._signed = (size, head)
+                path = sign_head(self.key, directory, size, head, root_at, last=self._last_signed)
+            self._signed = (size, head)
         return path
 
     def covered(self, directory: Path) -> Path | None:

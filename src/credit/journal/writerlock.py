@@ -22,6 +22,11 @@ re-entrant: a thread that already holds it (a second store on the same file, wri
 inside the first's transaction) goes on to SQLite as before, whose busy timeout then
 ends the wait.
 
+The same queue, on a lock file of its own, serialises the signers of a checkpoints
+folder (:func:`signer_lock`): a checkpoint is signed from the committed head, read
+without the journal's write lock, so signing (a signature and a durable file, a few
+milliseconds) never holds the journal's writers up.
+
 Where ``fcntl`` is missing (not a POSIX system), only the thread lock is taken.
 """
 
@@ -40,9 +45,10 @@ try:
 except ImportError:  # pragma: no cover - not POSIX
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["LOCK_SUFFIX", "FifoLock", "WriterLock", "writer_lock"]
+__all__ = ["LOCK_SUFFIX", "SIGNER_LOCK", "FifoLock", "WriterLock", "signer_lock", "writer_lock"]
 
 LOCK_SUFFIX: Final = "-writer.lock"
+SIGNER_LOCK: Final = ".signing.lock"  # hidden: the checkpoint readers skip it
 
 
 class FifoLock:
@@ -107,10 +113,12 @@ class FifoLock:
 
 
 class WriterLock:
-    """The writers' queue for one SQLite database file (see the module docs)."""
+    """A queue of writers on one lock file, ``path`` (see the module docs): a SQLite
+    database file's writers (:func:`writer_lock`) or a checkpoints folder's signers
+    (:func:`signer_lock`)."""
 
-    def __init__(self, database: Path) -> None:
-        self.path = database.with_name(database.name + LOCK_SUFFIX)
+    def __init__(self, path: Path) -> None:
+        self.path = path
         self._thread = FifoLock()
         self._fd: int | None = None  # the lock file, open while a thread holds the lock
 
@@ -157,12 +165,26 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_in_child)
 
 
-def writer_lock(database: Path | str) -> WriterLock:
-    """The process's writer lock for a SQLite database file (one per resolved path)."""
-    path = Path(os.path.realpath(database))
+def _lock_on(path: Path) -> WriterLock:
+    """The process's lock on the lock file ``path`` (one per resolved path)."""
     key = str(path)
     with _LOCKS_GUARD:
         lock = _LOCKS.get(key)
         if lock is None:
             lock = _LOCKS[key] = WriterLock(path)
         return lock
+
+
+def writer_lock(database: Path | str) -> WriterLock:
+    """The process's writer lock for a SQLite database file (one per resolved path):
+    its lock file is ``<database>-writer.lock`` beside it."""
+    path = Path(os.path.realpath(database))
+    return _lock_on(path.with_name(path.name + LOCK_SUFFIX))
+
+
+def signer_lock(directory: Path | str) -> WriterLock:
+    """The process's lock for signing into a checkpoints folder (one per resolved path;
+    the folder is made if missing): its lock file is ``.signing.lock`` inside it."""
+    path = Path(os.path.realpath(directory))
+    path.mkdir(parents=True, exist_ok=True)
+    return _lock_on(path / SIGNER_LOCK)

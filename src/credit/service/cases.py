@@ -144,9 +144,10 @@ class CaseService:
         """After a request that wrote: sign the tree head into the checkpoints folder
         (when one is set), so every entry is covered by a signed checkpoint, unless
         the newest kept there already covers this request's entries (another worker
-        signed after them: under load most requests then sign nothing)."""
+        signed after them: under load most requests then sign nothing, and those that
+        waited for another's signature take it instead of signing their own)."""
         if self.checkpoints is not None and self.store.covered(self.checkpoints) is None:
-            self.store.checkpoint(self.checkpoints)
+            self.store.checkpoint(self.checkpoints, covering=True)
 
     # ------------------------------------------------------------------ claims
 
