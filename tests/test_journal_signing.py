@@ -26,7 +26,7 @@ from credit.journal.checkpoint import CHECKPOINT_SUFFIX, newest_file
 from credit.journal.merkle import KeptFrontiers, MerkleLog, leaf_hash, root
 from credit.journal.writerlock import LOCK_SUFFIX, SIGNER_LOCK
 from test_journal_store import sql_backend
-from test_journal_writerlock import _free
+from test_journal_writerlock import lock_is_free
 
 
 @pytest.fixture(params=("sqlite", "postgresql"))
@@ -334,15 +334,17 @@ def test_a_checkpoint_is_signed_under_the_folders_signer_lock_not_the_journals_w
     real = sql.sign_head
 
     def watched(*args: Any, **kwargs: Any) -> Path:
-        seen.append((_free(db.with_name(db.name + LOCK_SUFFIX)), _free(folder / SIGNER_LOCK)))
+        seen.append(
+            (lock_is_free(db.with_name(db.name + LOCK_SUFFIX)), lock_is_free(folder / SIGNER_LOCK))
+        )
         return real(*args, **kwargs)
 
     monkeypatch.setattr(sql, "sign_head", watched)
     with open_store(f"sqlite:///{db}") as store:
         store.append("A", "note", {})
         store.checkpoint(folder)
-    assert seen == [(True, False)], "(write lock free, signer lock free) while signing"
-    assert _free(folder / SIGNER_LOCK)  # let go after
+    assert seen == [(True, False)], "while signing: (write lock free?, signer lock free?)"
+    assert lock_is_free(folder / SIGNER_LOCK)  # let go after
     assert newest_file(folder) == f"{1:020d}{CHECKPOINT_SUFFIX}"  # the lock file is hidden
 
 

@@ -16,7 +16,7 @@ from credit.journal import open_store
 from credit.journal.writerlock import LOCK_SUFFIX, writer_lock
 
 
-def _free(lock_file: Path) -> bool:
+def lock_is_free(lock_file: Path) -> bool:
     """Whether another open file description could take the lock now."""
     fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -41,10 +41,10 @@ def test_a_write_transaction_holds_the_database_files_writer_lock_and_lets_go_at
         with store.group_commit(["c1"]):
             store.append("c1", "note", {"n": 1})
             assert lock_file.exists()
-            assert not _free(lock_file), "a writer in another process could begin now"
-        assert _free(lock_file)
+            assert not lock_is_free(lock_file), "a writer in another process could begin now"
+        assert lock_is_free(lock_file)
         store.append("c1", "note", {"n": 2})  # a single append takes it too, and lets go
-        assert _free(lock_file)
+        assert lock_is_free(lock_file)
         assert [e.payload["n"] for e in store.entries("c1")] == [1, 2]
 
 
@@ -83,9 +83,9 @@ def test_the_lock_is_reentrant_in_one_thread_and_the_file_is_let_go_only_at_the_
     assert writer_lock(str(db)) is lock  # one per file, however it is named
     with lock.held():
         with lock.held():
-            assert not _free(lock.path)
-        assert not _free(lock.path)
-    assert _free(lock.path)
+            assert not lock_is_free(lock.path)
+        assert not lock_is_free(lock.path)
+    assert lock_is_free(lock.path)
 
 
 def test_a_thread_waits_its_turn_for_the_lock_another_thread_holds(db: Path) -> None:
@@ -125,7 +125,7 @@ def test_a_child_forked_while_the_lock_is_held_does_not_keep_it_after_the_parent
         os.close(go_r)
         assert os.read(ready_r, 1) == b"1"
     try:
-        assert _free(lock.path), "the child's copy of the descriptor keeps the lock held"
+        assert lock_is_free(lock.path), "the child's copy of the descriptor keeps the lock held"
     finally:
         os.write(go_w, b"x")
         os.waitpid(pid, 0)
@@ -153,7 +153,7 @@ def test_the_services_own_writes_to_the_same_file_queue_with_the_journals(db: Pa
 
         def seen(_conn: object, _cursor: object, statement: str, *_: object) -> None:
             if statement.lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE")):
-                writes.append(not _free(lock_file))
+                writes.append(not lock_is_free(lock_file))
 
         event.listen(service_db.engine, "before_cursor_execute", seen)
         claims = SqlClaims(service_db)
