@@ -19,6 +19,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from conftest import auto_case, card_case
 from credit.canonical import dumps
+from credit.examples import generate_cases
 from credit.governance.governor import GUARD_REDACTED, Governor
 from credit.governance.guard import find_prohibited_keys
 from credit.governance.onramp import intake
@@ -27,6 +28,7 @@ from credit.journal import InMemoryStore, Store, open_store
 from credit.models import parse_case
 from credit.policy import default_policy
 from credit.tools import TOOL_NAMES, CaseTools, ToolSession, build_server, jsonable, open_session
+from credit.tools.server import DIRECT_PROTOCOL
 from credit.underwriting import decide_case
 
 CREDIT = Path(sys.executable).with_name("credit")
@@ -327,6 +329,60 @@ def test_build_server_serves_a_prepared_server_in_process() -> None:
             return await session.tool_names()
 
     assert anyio.run(main) == list(TOOL_NAMES)
+
+
+def test_the_direct_and_the_framed_path_give_every_call_the_same_outcome() -> None:
+    """The sessions a run uses go the SDK's direct in-process path; stdio frames every
+    call as JSON-RPC. Over the same calls on the same cases (reads, a tool that does not
+    exist, arguments the schema refuses, the commit, the second commit) the two paths
+    give the same outcomes, text for text (but the hash of the entry recorded, which
+    covers the time it was recorded), and journal the same steps."""
+    cases = [auto_case(case_id="C-AUTO"), card_case(case_id="C-CARD")]
+    cases += generate_cases(14, 6)
+
+    def run(framed: bool) -> tuple[list[tuple[str, bool, Any, str]], list[list[str]]]:
+        outcomes: list[tuple[str, bool, Any, str]] = []
+        kinds: list[list[str]] = []
+        protocols: set[str] = set()
+        for case in cases:
+            store = taken_in(case)
+            wire = decision_wire(case)
+            codes = list(decide_case(parse_case(case), default_policy()).reason_codes)
+            script: list[tuple[str, dict[str, Any]]] = [
+                ("get_application", {}),
+                ("get_credit_report", {}),
+                ("get_policy", {}),
+                ("get_monitoring", {}),
+                ("record_decision", {"decision": "not an object"}),
+                ("record_decision", {"decision": wire, "reasonCodes": "R01"}),
+                ("record_decision", {"decision": wire, "reasonCodes": codes}),
+                ("record_decision", {"decision": wire, "reasonCodes": codes}),
+            ]
+
+            tools = tools_for(store, case["caseId"], underwriter="rules")
+
+            async def main(tools: CaseTools = tools, script: Any = script) -> None:
+                async with open_session(tools, framed=framed) as session:
+                    protocols.add(session.client.protocol_version)
+                    for name, arguments in script:
+                        o = await session.call(name, arguments)
+                        data, text = o.data, o.text
+                        if isinstance(data, dict) and "hash" in data:  # the entry's time
+                            text = text.replace(data["hash"], "<hash>")
+                            data = {**data, "hash": "<hash>"}
+                        outcomes.append((o.tool, o.ok, data, text))
+
+            anyio.run(main)
+            kinds.append([entry.kind for entry in store.entries()])
+        # the framed path negotiated a handshake-era version; the direct one adopted its own
+        assert (protocols == {DIRECT_PROTOCOL}) is not framed, protocols
+        return outcomes, kinds
+
+    direct, framed = run(framed=False), run(framed=True)
+    assert direct == framed
+    oks = [ok for _, ok, _, _ in direct[0]]
+    assert oks == [True, True, True, False, False, False, True, False] * len(cases)
+    assert all("decision.recorded" in kinds for kinds in direct[1])
 
 
 # ------------------------------------------------------------------ one server, many turns

@@ -3,7 +3,8 @@
 One server instance serves one case's :class:`~credit.tools.governed.CaseTools` at a
 time: the tools take no case id (:class:`ToolHost`: one server for a run's turns,
 bound to one case per turn). It is served in process (:func:`open_session`, an MCP client
-over an in-memory JSON-RPC transport: what the tests and the rules underwriter use)
+on the SDK's direct in-process path, or framed as JSON-RPC over in-memory streams: what
+the tests and the rules underwriter use)
 and over stdio (``credit mcp --case ID``, :mod:`credit.cli.mcp`). No domain logic
 lives here: each tool calls the governed function and turns a refusal into an MCP
 tool error the model can read.
@@ -189,15 +190,28 @@ class ToolSession:
         return outcome_of(name, await self.client.call_tool(name, arguments or {}))
 
 
+# The SDK's direct in-process path: the protocol version a session on it adopts.
+DIRECT_PROTOCOL = "2026-07-28"
+
+
 @asynccontextmanager
-async def open_session(tools: CaseTools | MCPServer) -> AsyncIterator[ToolSession]:
-    """An in-process MCP session on the tools: a real client and server speaking
-    JSON-RPC over in-memory streams."""
+async def open_session(
+    tools: CaseTools | MCPServer, *, framed: bool = False
+) -> AsyncIterator[ToolSession]:
+    """An in-process MCP session on the tools: a real client and a real server.
+
+    By default the SDK's direct in-process path (protocol ``2026-07-28``): each request
+    goes to the server's request handlers as an object, without streams, JSON-RPC
+    framing or the initialize handshake. What the server does with it is what it does
+    for any transport: the tool is looked up by name, its arguments validated against
+    the tool's input schema, the governed tool called and its refusal turned into a
+    tool error. ``framed=True`` takes the in-memory JSON-RPC transport after the
+    initialize handshake instead, every call framed and serialised exactly as over
+    stdio (``credit mcp``); a test holds the two paths to the same outcomes of the same
+    turns. The framing cost a run's turns about a fifth of each case's CPU."""
     server = tools if isinstance(tools, MCPServer) else build_server(tools)
-    # mode="legacy": the in-memory JSON-RPC transport with the initialize handshake, so
-    # every call is framed and serialised exactly as it is over stdio.
     try:
-        async with Client(server, mode="legacy") as client:
+        async with Client(server, mode="legacy" if framed else DIRECT_PROTOCOL) as client:
             yield ToolSession(client)
     except BaseExceptionGroup as group:
         # The client's task groups wrap what the caller raised inside the session (an
