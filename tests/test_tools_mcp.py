@@ -385,6 +385,24 @@ def test_the_direct_and_the_framed_path_give_every_call_the_same_outcome() -> No
     assert all("decision.recorded" in kinds for kinds in direct[1])
 
 
+def test_the_sdks_request_spans_are_kept_only_where_a_tracer_provider_collects_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from mcp.server._otel import OpenTelemetryMiddleware
+    from opentelemetry import trace
+
+    store = taken_in(auto_case(case_id="C-1"))
+
+    def spans() -> int:
+        server = build_server(tools_for(store, "C-1"))
+        return sum(isinstance(m, OpenTelemetryMiddleware) for m in server.middleware)
+
+    assert isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+    assert spans() == 0
+    monkeypatch.setattr(trace, "get_tracer_provider", lambda: trace.NoOpTracerProvider())
+    assert spans() == 1
+
+
 # ------------------------------------------------------------------ one server, many turns
 
 
