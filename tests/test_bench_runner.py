@@ -60,8 +60,8 @@ def test_the_mcp_floor_replays_each_recorded_turn_call_for_call(
         for document, turn in zip(documents, turns, strict=True):
             assert {r["caseId"] for _, _, r in turn if "caseId" in r} == {document["caseId"]}
             assert turn[-1][2]["recorded"] is True and "decision" in turn[-1][1]
-        for mode in ("legacy", governed.MODERN):
-            cpu, outcomes = governed.replay_turns(turns, 2, mode)
+        for framed in (False, True):
+            cpu, outcomes = governed.replay_turns(turns, 2, framed)
             assert cpu > 0
             assert [(o.tool, o.ok, o.data) for o in outcomes] == [
                 (name, True, result) for turn in turns for name, _, result in turn
