@@ -82,7 +82,7 @@ def build_server(tools: CaseTools | Dispatch) -> MCPServer:
     server: MCPServer = MCPServer(
         SERVER_NAME, instructions=INSTRUCTIONS, version="1", log_level="WARNING"
     )
-    if not _tracing():  # the SDK's span a request, a no-op with no provider: ~3% of a case
+    if not _tracing():  # a span per request that records nothing: ~3% of a case's CPU
         server.middleware[:] = [m for m in server.middleware if not isinstance(m, _OTelSpans)]
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
     commit = ToolAnnotations(
@@ -220,7 +220,7 @@ async def open_session(
     tool error. ``framed=True`` takes the in-memory JSON-RPC transport after the
     initialize handshake instead, every call framed and serialised exactly as over
     stdio (``credit mcp``); a test holds the two paths to the same outcomes of the same
-    turns. The framing cost a run's turns about a fifth of each case's CPU."""
+    turns. The framing cost 0.6 to 0.85 ms of the 4 to 6 ms of CPU a governed case takes."""
     server = tools if isinstance(tools, MCPServer) else build_server(tools)
     try:
         async with Client(server, mode="legacy" if framed else DIRECT_PROTOCOL) as client:
