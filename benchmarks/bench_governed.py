@@ -71,12 +71,7 @@ from credit.notices import DirectoryOutbox
 from credit.pipeline import BatchLine, Pipeline
 from credit.policy import default_policy
 from credit.tools.governed import CaseTools
-from credit.tools.server import (
-    DIRECT_PROTOCOL,
-    ToolOutcome,
-    build_server,
-    open_session,
-)
+from credit.tools.server import DIRECT_PROTOCOL, ToolOutcome, build_server, open_session
 from credit.underwriters.rules import RulesUnderwriter
 from credit.underwriting import decide_case
 

@@ -346,8 +346,9 @@ def test_the_direct_and_the_framed_path_give_every_call_the_same_outcome() -> No
         protocols: set[str] = set()
         for case in cases:
             store = taken_in(case)
-            wire = decision_wire(case)
-            codes = list(decide_case(parse_case(case), default_policy()).reason_codes)
+            underwriting = decide_case(parse_case(case), default_policy())
+            wire = jsonable(underwriting.decision.to_wire())
+            codes = list(underwriting.reason_codes)
             script: list[tuple[str, dict[str, Any]]] = [
                 ("get_application", {}),
                 ("get_credit_report", {}),
