@@ -616,3 +616,42 @@ def test_the_session_of_a_thread_that_ended_is_ended_when_a_new_thread_opens_its
         assert len(runtime._kept) == 1 and loops[0].is_closed()  # the ended thread's closed
     finally:
         runtime.close()
+
+
+def test_the_policy_is_written_once_for_every_turn_and_each_case_gets_its_own_file(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The guard shares one cleaned policy document across cases (never modified), so
+    the server writes its text once; every other result is written for its call."""
+    from credit.tools import ToolHost
+    from credit.tools import server as tool_server
+    from credit.tools.governed import policy_document
+
+    written: list[Any] = []
+
+    def counted(value: Any, **options: Any) -> str:
+        written.append(value)
+        return dumps(value, **options)
+
+    monkeypatch.setattr(tool_server, "dumps", counted)
+    cases = [auto_case(case_id="C-FIRST"), card_case(case_id="C-SECOND")]
+    store = taken_in(*cases)
+    host = ToolHost()
+
+    async def main() -> list[tuple[Any, Any]]:
+        seen = []
+        async with open_session(host.server) as session:
+            for case in cases:
+                with host.bound(tools_for(store, case["caseId"])):
+                    policy = await session.call("get_policy")
+                    application = await session.call("get_application")
+                    seen.append((policy, application))
+        return seen
+
+    (policy_1, first), (policy_2, second) = anyio.run(main)
+    assert policy_1.ok and policy_2.ok
+    assert policy_1.text == policy_2.text == dumps(policy_document(default_policy()))
+    assert first.data["caseId"] == "C-FIRST" and second.data["caseId"] == "C-SECOND"
+    # one policy text, two applications: a result that is not the shared one is written
+    assert len(written) == 3
+    assert sum(1 for value in written if value.get("caseId") is not None) == 2

@@ -56,12 +56,24 @@ Dispatch = Callable[[str, dict[str, Any]], dict[str, Any]]
 
 
 def _governed(dispatch: Dispatch, name: str) -> Callable[[dict[str, Any]], CallToolResult]:
+    # The last result and its text. A result the guard shares across calls (the policy
+    # document, the same object for every case: see Governor.guard_result, whose
+    # callers never modify a result) is written once, not once a turn; any other
+    # result is a new object, and is written.
+    last: list[tuple[Any, str]] = []
+
     def run(arguments: dict[str, Any]) -> CallToolResult:
         try:
             result = dispatch(name, arguments)
         except CreditError as err:
             raise ToolError(str(err)) from err
-        return CallToolResult(content=[TextContent(type="text", text=dumps(result))])
+        kept = last[0] if last else None  # one read: the pair is replaced whole
+        if kept is not None and kept[0] is result:
+            text = kept[1]
+        else:
+            text = dumps(result)
+            last[:] = [(result, text)]
+        return CallToolResult(content=[TextContent(type="text", text=text)])
 
     return run
 
