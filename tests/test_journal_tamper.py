@@ -356,12 +356,16 @@ def test_a_decision_row_pointed_at_another_entry_is_named(journal: Journal) -> N
     assert ("decision-row", f"case {OTHER}") in found
 
 
-def test_an_edited_case_document_is_named_and_never_served(either: Journal) -> None:
-    store = either.store()
+def _stored_document(journal: Journal) -> dict[str, Any]:
+    store = journal.store()
     try:
-        document = dict(store.get_case(NOTIFIED) or {})
+        return dict(store.get_case(NOTIFIED) or {})
     finally:
         store.close()
+
+
+def test_an_edited_case_document_is_named_and_never_served(either: Journal) -> None:
+    document = _stored_document(either)
     document["asOf"] = "2026-01-02"
     either.sql(
         "UPDATE cases SET document = :d WHERE case_id = :c",
@@ -370,10 +374,56 @@ def test_an_edited_case_document_is_named_and_never_served(either: Journal) -> N
     )
     assert either.audit() == [("case-document", f"case {NOTIFIED}")]
     store = either.store()
+    try:  # not by a plain read, a batch read or a group's read
+        for read in (
+            lambda: store.get_case(NOTIFIED),
+            lambda: store.case_files([NOTIFIED]),
+            lambda: store.group_commit([NOTIFIED]).__enter__(),
+        ):
+            with pytest.raises(JournalIntegrityError) as refused:
+                read()
+            assert refused.value.check == "case-document"
+    finally:
+        store.close()
+
+
+def test_the_same_case_document_stored_in_other_bytes_is_still_served(either: Journal) -> None:
+    """A stored document's own bytes hashing to the intake digest is the quick proof;
+    bytes that differ (keys unsorted, spaces) but hold the same document still pass
+    the full check, by a group's read as by a plain one: only an edit is refused."""
+    document = _stored_document(either)
+    reordered = dumps(dict(reversed(list(document.items()))))
+    spaced = " " + reordered + "\n"
+    assert spaced != dumps(document, sort_keys=True) and loads(spaced) == document
+    either.sql("UPDATE cases SET document = :d WHERE case_id = :c", d=spaced, c=NOTIFIED)
+    assert either.audit() == []
+    store = either.store()
     try:
-        with pytest.raises(JournalIntegrityError) as refused:
-            store.get_case(NOTIFIED)
-        assert refused.value.check == "case-document"
+        assert store.get_case(NOTIFIED) == document
+        with store.group_commit([NOTIFIED]):
+            assert store.get_case(NOTIFIED) == document
+        assert store.case_files([NOTIFIED])[NOTIFIED].document == document
+    finally:
+        store.close()
+
+
+def test_an_untouched_case_document_is_proven_by_its_stored_bytes_alone(
+    journal: Journal, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store's reads hash the stored text; the canonical form is written again only
+    when those bytes are not the ones intake hashed (the test above)."""
+    from credit.journal import audit
+
+    def refused(_: Any) -> bytes:
+        raise AssertionError("the canonical form was written again")
+
+    monkeypatch.setattr(audit, "canonical_bytes", refused)
+    store = journal.store()
+    try:
+        assert store.get_case(NOTIFIED) is not None
+        assert store.case_files([NOTIFIED])[NOTIFIED].document is not None
+        with store.group_commit([NOTIFIED]):
+            assert store.get_case(NOTIFIED) is not None
     finally:
         store.close()
 

@@ -176,10 +176,19 @@ def accepted_digest(payload: Mapping[str, Any]) -> str | None:
     return digest if isinstance(digest, str) else None
 
 
-def document_problem(document: Mapping[str, Any], digest: str | None) -> str | None:
-    """Why a stored case document is not the one its intake.accepted entry took in."""
+def document_problem(
+    document: Mapping[str, Any], digest: str | None, *, text: str | None = None
+) -> str | None:
+    """Why a stored case document is not the one its intake.accepted entry took in.
+
+    ``text``: the document as stored. When its own bytes hash to the digest they are
+    the very canonical bytes intake hashed, so the document is the one taken in,
+    without writing its canonical form again; otherwise (or without ``text``) the
+    document's canonical form is hashed, as always."""
     if digest is None:
         return None  # an entry that binds nothing (written by hand, not by intake)
+    if text is not None and sha256_hex(text.encode("utf-8")) == digest:
+        return None
     found = sha256_hex(canonical_bytes(dict(document)))
     if found != digest:
         return (

@@ -349,6 +349,7 @@ class _CaseView:
     entries: list[Entry] = field(default_factory=list)
     decision_row: int | None = None
     document: Mapping[str, Any] | None = None
+    document_text: str | None = None  # the document as stored (canonical JSON)
     accepted: Mapping[str, Any] | None = None
     document_checked: bool = False  # the document matched its intake.accepted digest
 
@@ -651,7 +652,7 @@ class SqlStore:
                 document = dict(loads(row.document))
                 view = views[row.case_id]
                 digest = accepted_digest(view.accepted or {})
-                problem = document_problem(document, digest)
+                problem = document_problem(document, digest, text=row.document)
                 if problem is not None:
                     raise Finding("case-document", problem, case_id=row.case_id).error()
                 view.document = document
@@ -1225,6 +1226,7 @@ class SqlStore:
                     group.position = int(last.scalar_one() or 0)
                 group.position += 1
                 view.document = dict(loads(text))
+                view.document_text = text
                 group.case_rows.append(
                     {"case_id": case_id, "position": group.position, "document": text}
                 )
@@ -1254,7 +1256,7 @@ class SqlStore:
                     return None
                 if not view.document_checked:  # checked once against its digest
                     digest = accepted_digest(view.accepted or {})
-                    problem = document_problem(view.document, digest)
+                    problem = document_problem(view.document, digest, text=view.document_text)
                     if problem is not None:
                         raise Finding("case-document", problem, case_id=case_id).error()
                     view.document_checked = digest is not None
@@ -1268,7 +1270,7 @@ class SqlStore:
             return None
         document = dict(loads(text))
         if accepted is not None:
-            problem = document_problem(document, accepted_digest(accepted))
+            problem = document_problem(document, accepted_digest(accepted), text=text)
             if problem is not None:
                 raise Finding("case-document", problem, case_id=case_id).error()
         return document
@@ -1373,7 +1375,7 @@ class SqlStore:
                 text = documents.get(case_id)
                 document = None if text is None else dict(loads(text))
                 if document is not None and intake is not None:
-                    problem = document_problem(document, accepted_digest(intake))
+                    problem = document_problem(document, accepted_digest(intake), text=text)
                     if problem is not None:
                         raise Finding("case-document", problem, case_id=case_id).error()
                 raw = rows.get(case_id)
