@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -126,6 +127,74 @@ def test_a_directory_outbox_refuses_a_second_different_notice_for_a_case(tmp_pat
     second = render_notice(case, underwriting, variants={"DTI_OVER_CAP": 1})
     with pytest.raises(NoticeError, match="a different notice for this case is already"):
         outbox.send(second, verify(second, expectation_for(case, underwriting)))
+
+
+def test_a_sent_notice_and_its_report_are_on_disk_before_send_returns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each file is flushed to disk before it takes its name, then the folder: the
+    journal records the notice as sent only after send returns, so a power cut never
+    leaves a notice.sent entry whose file was lost."""
+    import os
+
+    from credit.journal import atomicfile
+
+    synced: list[str] = []
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+
+    monkeypatch.setattr(atomicfile.os, "fsync", fsync)
+    notice, expectation = notice_and_expectation(COUNTER_CARD)
+    outbox = DirectoryOutbox(tmp_path / "outbox")
+    outbox.send(notice, verify(notice, expectation))
+    folder = str(tmp_path / "outbox")
+    files = [Path(path).name for path in synced if path != folder]
+    assert [name.split(".tmp-")[0] for name in files] == [
+        ".G-COUNTER-CARD.report.json",
+        ".G-COUNTER-CARD.notice.json",
+    ]
+    assert synced.count(folder) == 2  # each name made durable in its folder
+    assert sorted(p.name for p in (tmp_path / "outbox").iterdir()) == [
+        "G-COUNTER-CARD.notice.json",
+        "G-COUNTER-CARD.report.json",
+    ]  # no temporary file left
+
+
+@pytest.mark.parametrize("ours", ["the same notice", "another notice"])
+def test_a_sender_that_finds_the_notice_written_meanwhile_keeps_the_same_and_refuses_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ours: str
+) -> None:
+    """Two senders of one case: the one that names its file second finds it there. The
+    same notice is then sent (nothing to do); another notice is refused."""
+    case, underwriting = decided(golden_case(DECLINE_DTI))
+    first = render_notice(case, underwriting)
+    sending = (
+        first
+        if ours == "the same notice"
+        else render_notice(case, underwriting, variants={"DTI_OVER_CAP": 1})
+    )
+    outbox, other = DirectoryOutbox(tmp_path), DirectoryOutbox(tmp_path)
+    real = DirectoryOutbox._kept
+    raced: list[bool] = []
+
+    def kept_after_a_race(self: DirectoryOutbox, path: Path, sent: Any) -> bool:
+        if not raced:  # the other sender names its file between the check and ours
+            raced.append(True)
+            other.send(first, verify(first, expectation_for(case, underwriting)))
+            return False
+        return real(self, path, sent)
+
+    monkeypatch.setattr(DirectoryOutbox, "_kept", kept_after_a_race)
+    report = verify(sending, expectation_for(case, underwriting))
+    if sending is first:
+        outbox.send(sending, report)
+    else:
+        with pytest.raises(NoticeError, match="a different notice for this case is already"):
+            outbox.send(sending, report)
+    assert raced
+    kept = (tmp_path / f"{case.case_id}.notice.json").read_bytes()
+    assert kept == first.canonical_bytes()  # the first sender's notice stands
 
 
 def test_the_workflow_sends_a_good_notice_and_blocks_one_that_fails(tmp_path: Path) -> None:

@@ -9,7 +9,8 @@ so no implementation can skip it. Each sent notice is stored with its report.
 
 Two implementations: :class:`InMemoryOutbox` (tests, the demo) and
 :class:`DirectoryOutbox` (``<caseId>.notice.json`` and ``<caseId>.report.json`` in a
-folder, written atomically; a second, different notice for a case is refused).
+folder, each written atomically and flushed to disk before it takes its name; a
+second, different notice for a case is refused).
 
 What is sent is exactly the notice's canonical bytes: ``sha256sum`` of a sent file is
 the ``noticeSha256`` the journal holds for it, and nothing is appended. The outbox is
@@ -21,8 +22,6 @@ lists every sent notice whose file is missing or changed (``credit outbox verify
 
 from __future__ import annotations
 
-import os
-import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from credit.errors import (
     UnverifiedNoticeError,
 )
 from credit.guardrails.report import VerificationReport
+from credit.journal.atomicfile import write_atomic
 from credit.journal.base import Entry
 from credit.kinds import NOTICE_SENT
 from credit.notice_format import Notice, parse_notice
@@ -154,18 +154,6 @@ class InMemoryOutbox(Outbox):
         return None
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=".outbox-", dir=path.parent)
-    try:
-        os.chmod(tmp, 0o644)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 class DirectoryOutbox(Outbox):
     """``<caseId>.notice.json`` (the canonical bytes) and ``<caseId>.report.json``."""
 
@@ -177,18 +165,31 @@ class DirectoryOutbox(Outbox):
         return self.root / f"{case_id}.notice.json", self.root / f"{case_id}.report.json"
 
     def _store(self, sent: SentNotice) -> None:
+        """Both files are on disk when this returns (each flushed to disk before it
+        takes its name, then the folder), so a notice the journal then records as sent
+        is never lost with the machine's power: the journal's commit comes after."""
         notice_path, report_path = self._paths(sent.case_id)
-        if notice_path.exists():
-            if sha256_hex(notice_path.read_bytes()) == sent.notice_sha256:
-                return  # the same notice again: nothing to do
-            raise NoticeError(
-                f"a different notice for this case is already in the outbox {self.root} "
-                "(or the one sent was changed since)",
-                case_id=sent.case_id,
-            )
+        if self._kept(notice_path, sent):
+            return  # the same notice again: nothing to do
         report = (dumps(sent.report.to_wire()) + "\n").encode("utf-8")
-        _write_atomically(report_path, report)
-        _write_atomically(notice_path, sent.notice_bytes)  # exactly the bytes hashed
+        write_atomic(report_path, report, mode=0o644, replace=True)
+        try:  # exactly the bytes hashed, never over another notice
+            write_atomic(notice_path, sent.notice_bytes, mode=0o644)
+        except FileExistsError:  # another sender wrote it meanwhile
+            if not self._kept(notice_path, sent):
+                raise
+
+    def _kept(self, path: Path, sent: SentNotice) -> bool:
+        """Whether the outbox already holds this notice (NoticeError: another one)."""
+        if not path.exists():
+            return False
+        if sha256_hex(path.read_bytes()) == sent.notice_sha256:
+            return True
+        raise NoticeError(
+            f"a different notice for this case is already in the outbox {self.root} "
+            "(or the one sent was changed since)",
+            case_id=sent.case_id,
+        )
 
     def notice_bytes(self, case_id: str) -> bytes | None:
         path, _ = self._paths(case_id)
