@@ -123,3 +123,36 @@ def test_the_service_load_bound_counts_the_cpu_of_the_server_and_every_process_u
         assert f"at least {32 * 40 / cores:,.0f} ms in all" in line
     finally:
         sys.modules.pop("bench_service", None)
+
+
+def _instructions() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "instructions_under_test", BENCHMARKS / "instructions.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_instruction_count_is_read_from_callgrinds_report_and_divided_per_case() -> None:
+    instructions = _instructions()
+    report = (
+        "==1== Events    : Ir\n==1== Collected : 7331509005\n==1== \n"
+        "==1== I   refs:      7,331,509,005\n"
+    )
+    assert instructions.refs_in(report) == 7_331_509_005
+    with pytest.raises(ValueError, match="no instruction count"):
+        instructions.refs_in("==1== valgrind: command not found\n")
+    assert instructions.per_case((20, 5_525_848_657), (120, 7_331_509_005)) == pytest.approx(
+        18_056_603.48
+    )
+    with pytest.raises(ValueError, match="larger run"):
+        instructions.per_case((120, 2), (20, 1))
+
+
+def test_the_counted_run_decides_the_cases_it_is_given() -> None:
+    instructions = _instructions()
+    instructions.child(3)  # raises SystemExit unless all three are decided
+    with pytest.raises(SystemExit, match="1 to 1,000 cases"):
+        instructions.child(instructions.POOL + 1)
