@@ -5,9 +5,10 @@ hides a change worth a few percent. The number of instructions the interpreter e
 for the same work does not depend on the machine's load. This script runs the governed
 pipeline in process (on a fresh SQLite journal, a directory outbox, the generated
 cases of seed 1414) under ``valgrind --tool=callgrind`` twice, over a small and a larger
-batch (the front of one generated batch), with ``PYTHONHASHSEED=0``; the difference
-over the difference in cases is one case's instructions, with the interpreter's
-start-up and imports cancelled out.
+batch (the front of one generated batch), with ``PYTHONHASHSEED=0``, no bytecode
+written and no start-up data cache (so neither run leaves work done for the other to
+skip); the difference over the difference in cases is one case's instructions, with
+the interpreter's start-up and imports cancelled out.
 
     python benchmarks/instructions.py                  # 20 and 120 cases
     python benchmarks/instructions.py --source ../old/src   # the same for another tree
@@ -72,7 +73,15 @@ def child(cases: int) -> None:
 
 def counted(cases: int, source: Path | None) -> int:
     """The instructions of one run of :func:`child` under callgrind."""
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    # Both runs do the same start-up work whatever was run before: no bytecode or
+    # parsed data written by the first for the second to find (each would be counted
+    # in one run only, and bias the difference).
+    env = {
+        **os.environ,
+        "PYTHONHASHSEED": "0",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "CREDIT_CACHE_DIR": "",  # empty: the data files parsed in every run
+    }
     if source is not None:
         env["PYTHONPATH"] = str(source)
     with tempfile.TemporaryDirectory(prefix="credit-callgrind-") as folder:
