@@ -178,12 +178,12 @@ def test_a_sender_that_finds_the_notice_written_meanwhile_keeps_the_same_and_ref
     real = DirectoryOutbox._kept
     raced: list[bool] = []
 
-    def kept_after_a_race(self: DirectoryOutbox, path: Path, sent: Any) -> bool:
+    def kept_after_a_race(self: DirectoryOutbox, sent: Any) -> bool:
         if not raced:  # the other sender names its file between the check and ours
             raced.append(True)
             other.send(first, verify(first, expectation_for(case, underwriting)))
             return False
-        return real(self, path, sent)
+        return real(self, sent)
 
     monkeypatch.setattr(DirectoryOutbox, "_kept", kept_after_a_race)
     report = verify(sending, expectation_for(case, underwriting))

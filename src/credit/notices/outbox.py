@@ -169,21 +169,22 @@ class DirectoryOutbox(Outbox):
         takes its name, then the folder), so a notice the journal then records as sent
         is never lost with the machine's power: the journal's commit comes after."""
         notice_path, report_path = self._paths(sent.case_id)
-        if self._kept(notice_path, sent):
+        if self._kept(sent):
             return  # the same notice again: nothing to do
         report = (dumps(sent.report.to_wire()) + "\n").encode("utf-8")
         write_atomic(report_path, report, mode=0o644, replace=True)
         try:  # exactly the bytes hashed, never over another notice
             write_atomic(notice_path, sent.notice_bytes, mode=0o644)
         except FileExistsError:  # another sender wrote it meanwhile
-            if not self._kept(notice_path, sent):
+            if not self._kept(sent):
                 raise
 
-    def _kept(self, path: Path, sent: SentNotice) -> bool:
+    def _kept(self, sent: SentNotice) -> bool:
         """Whether the outbox already holds this notice (NoticeError: another one)."""
-        if not path.exists():
+        kept = self.notice_bytes(sent.case_id)
+        if kept is None:
             return False
-        if sha256_hex(path.read_bytes()) == sent.notice_sha256:
+        if sha256_hex(kept) == sent.notice_sha256:
             return True
         raise NoticeError(
             f"a different notice for this case is already in the outbox {self.root} "
