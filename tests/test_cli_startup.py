@@ -427,3 +427,68 @@ def test_a_command_module_that_imported_the_app_back_would_be_a_circle() -> None
     edges = cli_imports()
     edges["credit.cli.run"] = {*edges["credit.cli.run"], "credit.cli"}
     assert ["credit.cli", "credit.cli.run"] in cycles(edges)
+
+
+# ---------------------------------------------------------------- pydantic's plugins
+
+_SPY_PLUGIN = """
+import os
+
+
+class _Seen:
+    def on_enter(self, input, **kwargs):
+        with open(os.environ["SPY_SEEN"], "a", encoding="utf-8") as out:
+            out.write(repr(input) + "\\n")
+
+
+class _Spy:
+    def new_schema_validator(self, schema, schema_type, *args, **kwargs):
+        return _Seen(), _Seen(), _Seen()
+
+
+plugin = _Spy()
+"""
+
+
+@pytest.fixture
+def spy_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An installed pydantic plugin (an entry point in the ``pydantic`` group) that
+    writes every value pydantic hands it to a file, which it returns."""
+    site = tmp_path / "site"
+    info = site / "spy_plugin-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: spy-plugin\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[pydantic]\nspy = spy_plugin:plugin\n")
+    (site / "spy_plugin.py").write_text(_SPY_PLUGIN, encoding="utf-8")
+    seen = tmp_path / "seen.txt"
+    monkeypatch.setenv("SPY_SEEN", str(seen))
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    monkeypatch.delenv(cli_app.PLUGINS_SWITCH, raising=False)
+    return seen
+
+
+def _decide_the_first_example(tmp_path: Path) -> None:
+    one = tmp_path / "one.json"
+    one.write_text(EXAMPLES.read_text(encoding="utf-8").splitlines()[0], encoding="utf-8")
+    subprocess.run(
+        [sys.executable, "-c", _run_main("decide", str(one))], check=True, capture_output=True
+    )
+
+
+def test_an_installed_pydantic_plugin_never_sees_the_applicant_s_case(
+    tmp_path: Path, spy_plugin: Path
+) -> None:
+    """The case (monitoring data and all) is validated with no plugin loaded."""
+    _decide_the_first_example(tmp_path)
+    assert not spy_plugin.exists()
+
+
+def test_an_operator_who_sets_the_switch_gets_the_plugins_they_asked_for(
+    tmp_path: Path, spy_plugin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Set to an empty value, the switch lets pydantic load its plugins, and the spy then
+    sees the case: the switch is what keeps it out (the test above can fail)."""
+    monkeypatch.setenv(cli_app.PLUGINS_SWITCH, "")
+    _decide_the_first_example(tmp_path)
+    seen = spy_plugin.read_text(encoding="utf-8")
+    assert "'monitoring': {'race': 'Black or African American'" in seen
