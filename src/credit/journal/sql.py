@@ -45,15 +45,18 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 
 from sqlalchemy import (
+    BindParameter,
     Column,
     Engine,
     ForeignKey,
     Integer,
     MetaData,
     Row,
+    Select,
     String,
     Table,
     Text,
+    bindparam,
     create_engine,
     delete,
     event,
@@ -192,6 +195,85 @@ def _tables(schema: str | None) -> tuple[MetaData, Table, Table, Table, Table, T
         Column("seal", String(64), nullable=False),
     )
     return metadata, entries, decisions, cases, monitoring, marks
+
+
+# The statements the store runs on every case and request, built once per store with
+# their values as bound parameters (a list as an expanding one): building a SELECT, its
+# IN and its ORDER BY again for every read cost 60 to 70 us in SQLAlchemy, more than
+# SQLite's own work for most of them. Each answers as the statement built at each call
+# did, on every shape of read (tests/test_journal_statements.py).
+_IDS: BindParameter[Any] = bindparam("ids", expanding=True)
+_KINDS: BindParameter[Any] = bindparam("kinds", expanding=True)
+_CASE = bindparam("case_id", type_=String)
+_SEQ = bindparam("seq", type_=Integer)
+_AFTER = bindparam("after", type_=Integer)
+_UPTO = bindparam("upto", type_=Integer)
+_LIMIT = bindparam("limit", type_=Integer)
+
+
+class _Statements:
+    """The store's frequent statements, over its tables (see above)."""
+
+    def __init__(self, entries: Table, decisions: Table, cases: Table, monitoring: Table) -> None:
+        e, d, c, m = entries.c, decisions.c, cases.c, monitoring.c
+        self.entries_of_cases = select(entries).where(e.case_id.in_(_IDS)).order_by(e.seq)
+        self.entries_of_cases_kinds = self.entries_of_cases.where(e.kind.in_(_KINDS))
+        self.decisions_of_cases = select(decisions).where(d.case_id.in_(_IDS))
+        self.cases_of = select(cases).where(c.case_id.in_(_IDS))
+        self.monitoring_of = select(monitoring).where(m.case_id.in_(_IDS))
+        self.documents_of = select(c.case_id, c.document).where(c.case_id.in_(_IDS))
+        self.vault_rows_of = select(m.case_id, m.data).where(m.case_id.in_(_IDS))
+        self.accepted_of = (
+            select(e.case_id, e.payload)
+            .where(e.case_id.in_(_IDS), e.kind == INTAKE_ACCEPTED)
+            .order_by(e.seq)
+        )
+        self.head = select(e.seq, e.hash).order_by(e.seq.desc()).limit(1)
+        self.max_seq = select(func.max(e.seq))
+        self.last_seq_of_case = select(func.max(e.seq)).where(e.case_id == _CASE)
+        self.leaves_after = (
+            select(e.seq, e.leaf_hash).where(e.seq > _AFTER).order_by(e.seq).limit(VERIFY_PAGE)
+        )
+        self.leaves_between = self.leaves_after.where(e.seq <= _UPTO)
+        self.entry_at = select(entries).where(e.seq == _SEQ)
+        self.hash_at = select(e.hash).where(e.seq == _SEQ)
+        self.accepted_payload = (
+            select(e.payload)
+            .where(e.case_id == _CASE, e.kind == INTAKE_ACCEPTED)
+            .order_by(e.seq)
+            .limit(1)
+        )
+        self.document = select(c.document).where(c.case_id == _CASE)
+        self.vault_data = select(m.data).where(m.case_id == _CASE)
+        self.vault_row_exists = select(m.case_id).where(m.case_id == _CASE)
+        self.case_exists = select(c.case_id).where(c.case_id == _CASE)
+        self.max_position = select(func.max(c.position))
+        self.decision_seq = select(d.seq).where(d.case_id == _CASE)
+        self.insert_entries = entries.insert()
+        self.insert_decisions = decisions.insert()
+        self.insert_cases = cases.insert()
+        self.insert_monitoring = monitoring.insert()
+        self._pages: dict[tuple[bool, bool, bool, bool], Select[Any]] = {}
+        self._entries, self._e = entries, e
+
+    def entries_page(self, *, after: bool, case: bool, kinds: bool, limit: bool) -> Select[Any]:
+        """The entries in seq order, with each filter asked for as a parameter
+        (``after``, ``case_id``, ``kinds``, ``limit``): one statement per shape."""
+        shape = (after, case, kinds, limit)
+        query = self._pages.get(shape)
+        if query is None:
+            e = self._e
+            query = select(self._entries).order_by(e.seq)
+            if after:
+                query = query.where(e.seq > _AFTER)
+            if case:
+                query = query.where(e.case_id == _CASE)
+            if kinds:
+                query = query.where(e.kind.in_(_KINDS))
+            if limit:
+                query = query.limit(_LIMIT)
+            self._pages[shape] = query
+        return query
 
 
 # Tables a journal may lack and still be opened as it is (made before them).
@@ -432,6 +514,8 @@ class SqlStore:
             self._monitoring,
             self._marks,
         ) = _tables(self.schema)
+        self._q = _Statements(self._entries, self._decisions, self._cases, self._monitoring)
+        self._advisory_lock = select(func.pg_advisory_xact_lock(self._lock_key))
         if not create and not memory and not self._postgres:
             path = Path(parsed.database or "")
             if not path.is_file():
@@ -546,7 +630,7 @@ class SqlStore:
             with conn.begin():
                 conn.info.pop(_GROWN, None)  # left by a transaction that rolled back
                 if self._postgres:
-                    conn.execute(select(func.pg_advisory_xact_lock(self._lock_key)))
+                    conn.execute(self._advisory_lock)
                 yield conn
             # Committed: the tree the transaction grew is now the journal's.
             grown = conn.info.pop(_GROWN, None)
@@ -603,7 +687,7 @@ class SqlStore:
             conn.execution_options(**{_WRITE: True})
             with conn.begin():
                 if self._postgres:
-                    conn.execute(select(func.pg_advisory_xact_lock(self._lock_key)))
+                    conn.execute(self._advisory_lock)
                 group = _Group(conn=conn, thread=threading.get_ident())
                 group.start = self._head_seq(conn)
                 carried, self._carried = self._carried, None
@@ -629,26 +713,19 @@ class SqlStore:
     def _load_cases(self, group: _Group, case_ids: Iterable[str]) -> None:
         """Read the committed rows of cases the group has not seen yet, in pages."""
         wanted = [c for c in dict.fromkeys(case_ids) if c not in group.cases]
-        key = self.key
-        e = self._entries.c
+        key, q = self.key, self._q
         for start in range(0, len(wanted), VERIFY_PAGE):
             page = wanted[start : start + VERIFY_PAGE]
             views = {case_id: _CaseView() for case_id in page}
-            for row in group.conn.execute(
-                select(self._entries).where(e.case_id.in_(page)).order_by(e.seq)
-            ):
+            for row in group.conn.execute(q.entries_of_cases, {"ids": page}):
                 view = views[row.case_id]
                 entry = self._checked(row, key)
                 view.entries.append(entry)
                 if view.accepted is None and entry.kind == INTAKE_ACCEPTED:
                     view.accepted = entry.payload
-            for row in group.conn.execute(
-                select(self._decisions).where(self._decisions.c.case_id.in_(page))
-            ):
+            for row in group.conn.execute(q.decisions_of_cases, {"ids": page}):
                 views[row.case_id].decision_row = row.seq
-            for row in group.conn.execute(
-                select(self._cases).where(self._cases.c.case_id.in_(page))
-            ):
+            for row in group.conn.execute(q.cases_of, {"ids": page}):
                 document = dict(loads(row.document))
                 view = views[row.case_id]
                 digest = accepted_digest(view.accepted or {})
@@ -660,9 +737,7 @@ class SqlStore:
             # Their vault rows too (a case's own; a ``<caseId>#...`` row is read when
             # asked for): the group holds the write lock, so a row not here now is
             # not in the journal until the group writes it.
-            for row in group.conn.execute(
-                select(self._monitoring).where(self._monitoring.c.case_id.in_(page))
-            ):
+            for row in group.conn.execute(q.monitoring_of, {"ids": page}):
                 group.monitoring.setdefault(row.case_id, dict(loads(row.data)))
             for case_id in page:
                 group.monitoring.setdefault(case_id, None)
@@ -679,16 +754,16 @@ class SqlStore:
         """Write the group's rows so far into its transaction (not yet committed)."""
         conn = group.conn
         if group.rows:
-            conn.execute(self._entries.insert(), group.rows)
+            conn.execute(self._q.insert_entries, group.rows)
             group.rows = []
         if group.decision_rows:
-            conn.execute(self._decisions.insert(), group.decision_rows)
+            conn.execute(self._q.insert_decisions, group.decision_rows)
             group.decision_rows = []
         if group.case_rows:
-            conn.execute(self._cases.insert(), group.case_rows)
+            conn.execute(self._q.insert_cases, group.case_rows)
             group.case_rows = []
         if group.monitoring_rows:
-            conn.execute(self._monitoring.insert(), group.monitoring_rows)
+            conn.execute(self._q.insert_monitoring, group.monitoring_rows)
             group.monitoring_rows = []
 
     def _group_append(
@@ -699,11 +774,7 @@ class SqlStore:
         view = None if case_id is None else self._view(group, case_id)
         conn = group.conn
         if group.head is None:
-            head = conn.execute(
-                select(self._entries.c.seq, self._entries.c.hash)
-                .order_by(self._entries.c.seq.desc())
-                .limit(1)
-            ).first()
+            head = conn.execute(self._q.head).first()
             group.head = (head.seq, head.hash) if head else (0, GENESIS_HASH)
         if group.log is None:
             group.log = self._grown(conn, group.head[0])
@@ -773,11 +844,7 @@ class SqlStore:
         # what a later read gives back (a float 1e-07 is stored, and hashed, as 0.0000001).
         normal = loads(dumps(payload, sort_keys=True))
         text = dumps(normal, sort_keys=True)
-        head = conn.execute(
-            select(self._entries.c.seq, self._entries.c.hash)
-            .order_by(self._entries.c.seq.desc())
-            .limit(1)
-        ).first()
+        head = conn.execute(self._q.head).first()
         seq, prev = (head.seq + 1, head.hash) if head else (1, GENESIS_HASH)
         entry = make_entry(
             seq, case_id, kind, normal, prev, self._clock.now().isoformat(), self.key, text
@@ -812,19 +879,15 @@ class SqlStore:
     def _stored_leaves(self, conn: Connection, after: int, upto: int | None) -> Iterator[bytes]:
         """The leaf hashes of entries ``after < seq <= upto`` as stored (computed for
         an entry written before they were), a page at a time."""
-        c = self._entries.c
+        q = self._q
+        query = q.leaves_after if upto is None else q.leaves_between
         while True:
-            query = (
-                select(c.seq, c.leaf_hash).where(c.seq > after).order_by(c.seq).limit(VERIFY_PAGE)
-            )
-            if upto is not None:
-                query = query.where(c.seq <= upto)
-            rows = conn.execute(query).all()
+            rows = conn.execute(query, {"after": after, "upto": upto}).all()
             for row in rows:
                 if row.leaf_hash is not None:
                     yield bytes.fromhex(row.leaf_hash)
                 else:
-                    full = conn.execute(select(self._entries).where(c.seq == row.seq)).one()
+                    full = conn.execute(q.entry_at, {"seq": row.seq}).one()
                     yield self._entry(full).leaf_hash()
             if len(rows) < VERIFY_PAGE:
                 return
@@ -847,7 +910,7 @@ class SqlStore:
         return log
 
     def _head_seq(self, conn: Connection) -> int:
-        return int(conn.execute(select(func.max(self._entries.c.seq))).scalar_one_or_none() or 0)
+        return int(conn.execute(self._q.max_seq).scalar_one_or_none() or 0)
 
     def tree_head(self) -> tuple[int, bytes]:
         with self._read() as conn:
@@ -925,12 +988,12 @@ class SqlStore:
         group = self._joined()
         if group is not None and case_id is not None:
             return list(self._view(group, case_id).entries)
-        query = select(self._entries).order_by(self._entries.c.seq)
-        if case_id is not None:
-            query = query.where(self._entries.c.case_id == case_id)
+        query = self._q.entries_page(
+            after=False, case=case_id is not None, kinds=False, limit=False
+        )
         key = self.key
         with self._read() as conn:
-            rows = conn.execute(query).all()
+            rows = conn.execute(query, {"case_id": case_id}).all()
         return [self._checked(row, key) for row in rows]
 
     def seal(self, name: str, data: Mapping[str, Any]) -> str:
@@ -961,13 +1024,7 @@ class SqlStore:
         return walk.report()
 
     def _accepted(self, conn: Connection, case_id: str) -> Mapping[str, Any] | None:
-        c = self._entries.c
-        text = conn.execute(
-            select(c.payload)
-            .where(c.case_id == case_id, c.kind == INTAKE_ACCEPTED)
-            .order_by(c.seq)
-            .limit(1)
-        ).scalar_one_or_none()
+        text = conn.execute(self._q.accepted_payload, {"case_id": case_id}).scalar_one_or_none()
         return None if text is None else dict(loads(text))
 
     def append(
@@ -996,9 +1053,7 @@ class SqlStore:
             return self._append_locked(conn, case_id, kind, payload)
 
     def _last_seq(self, conn: Connection, case_id: str) -> int:
-        found = conn.execute(
-            select(func.max(self._entries.c.seq)).where(self._entries.c.case_id == case_id)
-        ).scalar_one_or_none()
+        found = conn.execute(self._q.last_seq_of_case, {"case_id": case_id}).scalar_one_or_none()
         return int(found or 0)
 
     def _group_last_seq(self, group: _Group, case_id: str) -> int:
@@ -1097,17 +1152,20 @@ class SqlStore:
         limit: int | None,
     ) -> list[Entry]:
         """The committed entries asked for (at most ``limit``), in seq order."""
-        query = select(self._entries).order_by(self._entries.c.seq)
-        if after_seq > 0:
-            query = query.where(self._entries.c.seq > after_seq)
-        if case_id is not None:
-            query = query.where(self._entries.c.case_id == case_id)
-        if kinds is not None:
-            query = query.where(self._entries.c.kind.in_(list(kinds)))
-        if limit is not None:
-            query = query.limit(max(limit, 0))
+        query = self._q.entries_page(
+            after=after_seq > 0,
+            case=case_id is not None,
+            kinds=kinds is not None,
+            limit=limit is not None,
+        )
+        values = {
+            "after": after_seq,
+            "case_id": case_id,
+            "kinds": None if kinds is None else list(kinds),
+            "limit": None if limit is None else max(limit, 0),
+        }
         with self._read() as conn:
-            return [self._entry(row) for row in conn.execute(query)]
+            return [self._entry(row) for row in conn.execute(query, values)]
 
     def decision_entry(self, case_id: str) -> Entry | None:
         """The case's decision.recorded entry; JournalIntegrityError when the
@@ -1121,16 +1179,11 @@ class SqlStore:
                 if problem is not None:
                     raise Finding("decision-row", problem, case_id=case_id).error()
                 return chain[0] if chain else None
-        c = self._entries.c
+        q = self._q
+        decisions = q.entries_page(after=False, case=True, kinds=True, limit=False)
         with self._read() as conn:
-            row_seq = conn.execute(
-                select(self._decisions.c.seq).where(self._decisions.c.case_id == case_id)
-            ).scalar_one_or_none()
-            rows = conn.execute(
-                select(self._entries)
-                .where(c.case_id == case_id, c.kind == DECISION_KIND)
-                .order_by(c.seq)
-            ).all()
+            row_seq = conn.execute(q.decision_seq, {"case_id": case_id}).scalar_one_or_none()
+            rows = conn.execute(decisions, {"case_id": case_id, "kinds": [DECISION_KIND]}).all()
         problem = decision_problem(case_id, row_seq, [r.seq for r in rows])
         if problem is not None:
             raise Finding("decision-row", problem, case_id=case_id).error()
@@ -1222,7 +1275,7 @@ class SqlStore:
                 if view.document is not None:
                     return False
                 if group.position is None:
-                    last = group.conn.execute(select(func.max(self._cases.c.position)))
+                    last = group.conn.execute(self._q.max_position)
                     group.position = int(last.scalar_one() or 0)
                 group.position += 1
                 view.document = dict(loads(text))
@@ -1232,12 +1285,10 @@ class SqlStore:
                 )
                 return True
         with self._write() as conn:
-            exists = conn.execute(
-                select(self._cases.c.case_id).where(self._cases.c.case_id == case_id)
-            ).first()
+            exists = conn.execute(self._q.case_exists, {"case_id": case_id}).first()
             if exists is not None:
                 return False
-            last = conn.execute(select(func.max(self._cases.c.position))).scalar_one()
+            last = conn.execute(self._q.max_position).scalar_one()
             conn.execute(
                 self._cases.insert().values(
                     case_id=case_id, position=(last or 0) + 1, document=text
@@ -1262,9 +1313,7 @@ class SqlStore:
                     view.document_checked = digest is not None
                 return dict(view.document)
         with self._read() as conn:
-            text = conn.execute(
-                select(self._cases.c.document).where(self._cases.c.case_id == case_id)
-            ).scalar_one_or_none()
+            text = conn.execute(self._q.document, {"case_id": case_id}).scalar_one_or_none()
             accepted = None if text is None else self._accepted(conn, case_id)
         if text is None:
             return None
@@ -1286,9 +1335,7 @@ class SqlStore:
                 group.monitoring_rows.append({"case_id": case_id, "data": text})
                 return True
         with self._write() as conn:
-            exists = conn.execute(
-                select(self._monitoring.c.case_id).where(self._monitoring.c.case_id == case_id)
-            ).first()
+            exists = conn.execute(self._q.vault_row_exists, {"case_id": case_id}).first()
             if exists is not None:
                 return False
             conn.execute(self._monitoring.insert().values(case_id=case_id, data=text))
@@ -1305,9 +1352,7 @@ class SqlStore:
                 accepted = self._view(group, vault_case(case_id)).accepted
         else:
             with self._read() as conn:
-                text = conn.execute(
-                    select(self._monitoring.c.data).where(self._monitoring.c.case_id == case_id)
-                ).scalar_one_or_none()
+                text = conn.execute(self._q.vault_data, {"case_id": case_id}).scalar_one_or_none()
                 accepted = self._accepted(conn, vault_case(case_id))
             data = None if text is None else dict(loads(text))
         if accepted is not None:
@@ -1318,9 +1363,7 @@ class SqlStore:
 
     def _group_monitoring(self, group: _Group, name: str) -> Mapping[str, Any] | None:
         if name not in group.monitoring:
-            text = group.conn.execute(
-                select(self._monitoring.c.data).where(self._monitoring.c.case_id == name)
-            ).scalar_one_or_none()
+            text = group.conn.execute(self._q.vault_data, {"case_id": name}).scalar_one_or_none()
             group.monitoring[name] = None if text is None else dict(loads(text))
         found = group.monitoring[name]
         return None if found is None else dict(found)
@@ -1342,32 +1385,18 @@ class SqlStore:
         if self._joined() is not None:
             return {c: CaseFile(self.get_case(c), self.get_monitoring(c)) for c in wanted}
         out: dict[str, CaseFile] = {}
-        e = self._entries.c
+        q = self._q
         for start in range(0, len(wanted), VERIFY_PAGE):
             page = wanted[start : start + VERIFY_PAGE]
             with self._read() as conn:
                 documents: dict[str, str] = {
-                    row.case_id: row.document
-                    for row in conn.execute(
-                        select(self._cases.c.case_id, self._cases.c.document).where(
-                            self._cases.c.case_id.in_(page)
-                        )
-                    )
+                    row.case_id: row.document for row in conn.execute(q.documents_of, {"ids": page})
                 }
                 rows: dict[str, str] = {
-                    row.case_id: row.data
-                    for row in conn.execute(
-                        select(self._monitoring.c.case_id, self._monitoring.c.data).where(
-                            self._monitoring.c.case_id.in_(page)
-                        )
-                    )
+                    row.case_id: row.data for row in conn.execute(q.vault_rows_of, {"ids": page})
                 }
                 accepted: dict[str, str] = {}
-                for row in conn.execute(
-                    select(e.case_id, e.payload)
-                    .where(e.case_id.in_(page), e.kind == INTAKE_ACCEPTED)
-                    .order_by(e.seq)
-                ):
+                for row in conn.execute(q.accepted_of, {"ids": page}):
                     accepted.setdefault(row.case_id, row.payload)  # the first, as _accepted
             for case_id in page:
                 taken = accepted.get(case_id)
@@ -1409,14 +1438,12 @@ class SqlStore:
                     if found:
                         out[case_id] = found
             return out
-        key, e = self.key, self._entries.c
+        key, q = self.key, self._q
+        query = q.entries_of_cases if of is None else q.entries_of_cases_kinds
         for start in range(0, len(wanted), VERIFY_PAGE):
             page = wanted[start : start + VERIFY_PAGE]
-            query = select(self._entries).where(e.case_id.in_(page)).order_by(e.seq)
-            if of is not None:
-                query = query.where(e.kind.in_(of))
             with self._read() as conn:
-                for row in conn.execute(query):
+                for row in conn.execute(query, {"ids": page, "kinds": of}):
                     out.setdefault(row.case_id, []).append(self._checked(row, key))
         return out
 
@@ -1459,9 +1486,7 @@ class SqlStore:
     def _hash_at(self, conn: Connection, seq: int) -> str | None:
         if seq == 0:
             return GENESIS_HASH
-        found: str | None = conn.execute(
-            select(self._entries.c.hash).where(self._entries.c.seq == seq)
-        ).scalar_one_or_none()
+        found: str | None = conn.execute(self._q.hash_at, {"seq": seq}).scalar_one_or_none()
         return found
 
     def _has_marks(self, conn: Connection) -> bool:

@@ -19,7 +19,7 @@ import threading
 import time
 from typing import Any, Protocol
 
-from sqlalchemy import delete, update
+from sqlalchemy import BindParameter, bindparam, delete, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -61,30 +61,42 @@ class SqlClaims:
 
     def __init__(self, db: ServiceDb) -> None:
         self._db = db
-        self._table = db.claims
+        self._table = t = db.claims
+        insert: Any = pg_insert if db.dialect == "postgresql" else sqlite_insert
+        # Taken on every decide: built once, the values bound at each claim.
+        # (named apart from the columns: a column's own name is SQLAlchemy's to bind)
+        name: BindParameter[str] = bindparam("claim_name")
+        holder: BindParameter[str] = bindparam("claim_holder")
+        now: BindParameter[float] = bindparam("claim_at")
+        self._insert = (
+            insert(t)
+            .values(claim=name, holder=holder, claimed_at=now)
+            .on_conflict_do_nothing(index_elements=[t.c.claim])
+            .returning(t.c.claim)
+        )
+        self._take_over = (
+            update(t)
+            .where(t.c.claim == name, t.c.claimed_at < bindparam("stale_before"))
+            .values(holder=holder, claimed_at=now)
+            .returning(t.c.claim)
+        )
 
     def claim(self, name: str, holder: str, *, stale_after_s: float) -> bool:
-        t = self._table
         now = time.time()
-        insert: Any = pg_insert if self._db.dialect == "postgresql" else sqlite_insert
+        values = {
+            "claim_name": name,
+            "claim_holder": holder,
+            "claim_at": now,
+            "stale_before": now - stale_after_s,
+        }
         # Not synced: a claim is visible to every worker when its commit returns, and
         # needs to outlive a crash only with the work it claimed, whose own synced
         # commit comes after it on the same log and takes it along.
         with self._db.failures(), self._db.write(synced=False) as conn:
-            inserted = conn.execute(
-                insert(t)
-                .values(claim=name, holder=holder, claimed_at=now)
-                .on_conflict_do_nothing(index_elements=[t.c.claim])
-                .returning(t.c.claim)
-            ).first()
+            inserted = conn.execute(self._insert, values).first()
             if inserted is not None:
                 return True
-            taken_over = conn.execute(
-                update(t)
-                .where(t.c.claim == name, t.c.claimed_at < now - stale_after_s)
-                .values(holder=holder, claimed_at=now)
-                .returning(t.c.claim)
-            ).first()
+            taken_over = conn.execute(self._take_over, values).first()
             return taken_over is not None
 
     def release(self, name: str, holder: str) -> None:

@@ -28,7 +28,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Final, Protocol
 
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.exc import IntegrityError
 
 from credit.errors import InputError
@@ -294,6 +294,8 @@ class SqlKeyStore(_KeyStoreBase):
         super().__init__(scrypt_n=scrypt_n)
         self._db = db
         self._table = db.api_keys
+        # Read on every request (whether its key still stands): built once.
+        self._by_id = select(self._table).where(self._table.c.key_id == bindparam("key_id"))
 
     def create(self, role: Role | str, name: str) -> tuple[ApiKey, str]:
         key_id, secret, key = new_key()
@@ -325,9 +327,8 @@ class SqlKeyStore(_KeyStoreBase):
         return [ApiKey(r.key_id, r.name, Role(r.role), r.created_at, r.revoked_at) for r in rows]
 
     def _row(self, key_id: str) -> tuple[ApiKey, str] | None:
-        t = self._table
         with self._db.failures(), self._db.engine.connect() as conn:
-            row = conn.execute(select(t).where(t.c.key_id == key_id)).first()
+            row = conn.execute(self._by_id, {"key_id": key_id}).first()
         if row is None:
             return None
         try:
