@@ -28,8 +28,8 @@ them; the garbage collector's first pass waits until start-up is over
 (:func:`_put_off_the_first_collection`) and its last, at exit, skips the command's
 objects (:func:`_skip_the_final_collection`); the packaged data's parse is read from
 the start-up cache (:mod:`credit.yamldata`), without PyYAML (its patterns are compiled
-by ``re`` in every process); and pydantic does not search the installed distributions for plugins, which
-this process switches off (:func:`_no_validation_plugins`)
+by ``re`` in every process); and pydantic does not search the installed distributions
+for plugins, which this process switches off (:func:`_no_validation_plugins`)
 (``tests/test_cli_startup.py`` pins it; ``benchmarks/bench_cli.py`` times it).
 """
 
