@@ -33,6 +33,7 @@ from credit.governance.refusal import (
     build_refusal_surface,
 )
 from credit.journal import DECISION_KIND, InMemoryStore
+from credit.journal.naming import decision_id
 from credit.models import parse_case, parse_decision
 from credit.policy import default_policy
 from credit.tools import jsonable
@@ -160,7 +161,10 @@ def test_a_valid_decision_is_recorded_held_with_who_decided_and_under_which_poli
         "underwriter": "rules",
         "policy": {"name": POLICY.name, "version": POLICY.version, "sha256": POLICY.sha256},
         "turn": "t-1",
+        "decisionNumber": 1,  # the case's first decision, named by its content:
+        "decisionId": decision_id("C-GOV", DECISION_KIND, entry.payload),
     }
+    assert len(entry.payload["decisionId"]) == 64
     assert governor.committed == entry == store.decision_entry("C-GOV")
     results = verdict_of(governor)
     assert results[BOUNDARY_DECISION_CITES_PROHIBITED_BASIS].runtime_checkable

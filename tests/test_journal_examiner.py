@@ -359,3 +359,44 @@ def test_a_bundle_file_changed_without_its_manifest_is_named(
     result = verify_offline(out, monkeypatch)
     assert result.exit_code == 1
     assert "report.json: does not hash to its manifest entry" in result.stdout
+
+
+def test_a_decision_recorded_under_another_name_fails_the_bundle_offline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer that recorded a decision under a name that is not its content's (so the
+    reviews naming that name could be taken as about another decision): the chain and
+    the proofs hold, and the bundle's check of each decision's name says what is wrong."""
+    from conftest import auto_case
+    from credit.governance.onramp import intake
+    from credit.journal.naming import named_decision
+    from credit.journal.signer import load_journal_key
+
+    made = Run(
+        tmp_path,
+        f"sqlite:///{tmp_path / 'credit.db'}",
+        tmp_path / "lender.key",
+        tmp_path / "outbox",
+        tmp_path / "checkpoints",
+    )
+    assert made.cli("journal", "keygen", "--out", str(made.key)).exit_code == 0
+    with open_store(made.db, key=load_journal_key(made.key)) as store:
+        for case_id, misnamed in (("N-OK", False), ("N-BAD", True)):
+            intake(auto_case(case_id=case_id), store)
+            payload = named_decision(case_id, "decision.recorded", {"decision": {}}, 1)
+            if misnamed:
+                payload["decisionId"] = named_decision("N-OK", "decision.recorded", {}, 1)[
+                    "decisionId"
+                ]
+            store.record_decision(case_id, payload)
+    assert made.cli("journal", "checkpoint").exit_code == 0
+    verified = made.cli("journal", "verify")
+    assert verified.exit_code == 1 and "decision-id" in verified.stdout
+    assert "N-BAD" in verified.stdout and "N-OK" not in verified.stdout
+    for case_id in ("N-OK", "N-BAD"):
+        exported = made.cli("export", case_id, "--out", str(tmp_path / f"{case_id}.zip"))
+        assert exported.exit_code == 0, exported.output
+    for case_id, fails in (("N-OK", False), ("N-BAD", True)):
+        result = verify_offline(tmp_path / f"{case_id}.zip", monkeypatch)
+        assert (result.exit_code == 1) is fails, result.stdout
+        assert ("its decisionId" in result.stdout) is fails

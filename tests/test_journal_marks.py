@@ -39,7 +39,7 @@ from credit.governance.onramp import intake
 from credit.journal import InMemoryStore, SqlStore, Store, open_store
 from credit.journal.base import JournalError, checked_mark, mark_row
 from credit.journal.signer import ephemeral_key
-from credit.kinds import KEYSTONE_REJECTED
+from credit.kinds import DECISION_KINDS, KEYSTONE_REJECTED
 from credit.lifecycle import STANDING_KINDS
 from credit.notices.outbox import DirectoryOutbox, InMemoryOutbox
 from credit.pipeline import BatchLine, Pipeline
@@ -363,6 +363,7 @@ def _same_pool(one: ComparisonPool, other: ComparisonPool) -> None:
     same strengths, groups and ranks (dropped rows too), and the same codes."""
     assert one._mark == other._mark
     assert one._where == other._where
+    assert one._ids == other._ids  # each row's decisionId, kept in the mark too
     assert one._codes == other._codes
     assert one._products.keys() == other._products.keys()
     for product, block in one._products.items():
@@ -390,22 +391,31 @@ def test_a_run_keeps_its_pool_and_the_next_starts_from_it_with_the_same_rows(
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("form", ["decisionId", "decisionSeq", "another decision"])
 def test_a_pool_resumed_from_its_mark_reads_only_what_came_after_it(
-    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    backend: str, form: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """New decisions, and a person's rejection of a decision the mark holds, read after
-    the mark give the pool a fold of the whole journal gives."""
+    the mark give the pool a fold of the whole journal gives: a rejection names its
+    decision by content (or, written before, by seq); one naming another decision of
+    the case leaves the row in the pool."""
     with _after_a_run(backend, tmp_path, 16) as (s, pipeline):
         resumed = _pool_of(s)
         rejected = next(iter(resumed._where))
         decision = s.decision_entry(rejected)
         assert decision is not None
+        assert resumed._ids[rejected] == decision.payload["decisionId"]  # read from the mark
         new = _left_awaiting_review(s, pipeline, 4740, "NEW")
-        s.append(rejected, KEYSTONE_REJECTED, {"decisionSeq": decision.seq})
+        about = {
+            "decisionId": {"decisionId": decision.payload["decisionId"]},
+            "decisionSeq": {"decisionSeq": decision.seq},
+            "another decision": {"decisionId": "0" * 64},
+        }[form]
+        s.append(rejected, KEYSTONE_REJECTED, about)
         files = files_read(s, monkeypatch)
         resumed.refresh()
         assert sorted(files.cases) == sorted(c for c in new if c in resumed._where)
-        assert rejected not in resumed._where
+        assert (rejected in resumed._where) is (form == "another decision")
         _drop_marks(s)
         _same_pool(resumed, _pool_of(s))
         assert resumed.keep()  # the newer pool is kept; the next starts from it
@@ -489,6 +499,8 @@ def test_a_run_on_a_journal_with_a_kept_pool_writes_what_it_writes_without_one(
             for e in store.entries():
                 if isinstance(e.payload.get("turn"), str):
                     turns.setdefault(e.payload["turn"], f"turn-{len(turns)}")
+                if e.kind in DECISION_KINDS:  # its content name covers its turn's id
+                    turns.setdefault(e.payload["decisionId"], f"decision-{len(turns)}")
             entries.append(
                 [(e.seq, e.case_id, e.kind, _named(e.payload, turns)) for e in store.entries()]
             )

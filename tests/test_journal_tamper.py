@@ -234,7 +234,9 @@ def test_an_entry_edited_and_the_chain_recomputed_fails_the_checkpoint_and_its_m
     assert ("consistency", str(either.checkpoints / f"{len(entries):020d}.checkpoint")) in found
     # Every entry from the edit on was re-hashed; the key vouched only for the old hashes.
     assert ("entry-mac", f"entry {target.seq}") in found
-    assert {c for c, _ in found} == {"consistency", "entry-mac"}
+    # and the edited decision no longer hashes to the decisionId its reviews name it by
+    assert ("decision-id", f"entry {target.seq}") in found
+    assert {c for c, _ in found} == {"consistency", "entry-mac", "decision-id"}
 
 
 def test_a_case_erased_and_the_chain_recomputed_fails_the_checkpoint(either: Journal) -> None:

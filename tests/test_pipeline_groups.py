@@ -30,12 +30,16 @@ def per_case(store: Store) -> dict[str, list[tuple[str, Any]]]:
     """Each case's entries in order, without what differs by design from run to run
     (turn ids, times), a reference to another entry (``decisionSeq``, ``decisionEntry``) given as
     that entry's case and place rather than its seq, which depends on how cases
-    interleave."""
+    interleave; and a decision's content name (``decisionId``, which covers its turn's id)
+    given as its decision entry's case and place."""
     entries = store.entries()
     where: dict[int, tuple[str | None, int]] = {}
     counts: Counter[str | None] = Counter()
+    named: dict[str, tuple[str | None, int]] = {}
     for entry in entries:
         where[entry.seq] = (entry.case_id, counts[entry.case_id])
+        if isinstance(entry.payload.get("decisionNumber"), int):  # a decision entry
+            named[entry.payload["decisionId"]] = where[entry.seq]
         counts[entry.case_id] += 1
 
     def scrub(value: Any, key: str = "") -> Any:
@@ -45,6 +49,8 @@ def per_case(store: Store) -> dict[str, list[tuple[str, Any]]]:
             return [scrub(v, key) for v in value]
         if key.lower().endswith(("seq", "seqs", "entry")) and isinstance(value, int):
             return where.get(value, ("not an entry", value))
+        if key == "decisionId" and isinstance(value, str):
+            return named.get(value, ("not a decision", value))
         return value
 
     cases: dict[str, list[tuple[str, Any]]] = {}

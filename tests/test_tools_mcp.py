@@ -25,6 +25,7 @@ from credit.governance.guard import find_prohibited_keys
 from credit.governance.onramp import intake
 from credit.governance.refusal import BOUNDARY_SECOND_RECORD_DECISION
 from credit.journal import InMemoryStore, Store, open_store
+from credit.journal.naming import decision_id
 from credit.models import parse_case
 from credit.policy import default_policy
 from credit.tools import TOOL_NAMES, CaseTools, ToolSession, build_server, jsonable, open_session
@@ -202,9 +203,10 @@ def test_the_recorded_decision_is_held_for_the_keystone_gate() -> None:
         "recorded": True,
         "caseId": "C-HELD",
         "status": "held",
-        "entry": entry.seq,
-        "hash": entry.hash,
+        # named by its content, which is known before its place in the chain (ADR-0002)
+        "decisionId": entry.payload["decisionId"],
     }
+    assert entry.payload["decisionId"] == decision_id("C-HELD", entry.kind, entry.payload)
     assert entry.payload["status"] == "held"
     assert entry.payload["underwriter"] == "rules"
     assert entry.payload["policy"]["sha256"] == default_policy().sha256
@@ -367,11 +369,7 @@ def test_the_direct_and_the_framed_path_give_every_call_the_same_outcome() -> No
                     protocols.add(session.client.protocol_version)
                     for name, arguments in script:
                         o = await session.call(name, arguments)
-                        data, text = o.data, o.text
-                        if isinstance(data, dict) and "hash" in data:  # the entry's time
-                            text = text.replace(data["hash"], "<hash>")
-                            data = {**data, "hash": "<hash>"}
-                        outcomes.append((o.tool, o.ok, data, text))
+                        outcomes.append((o.tool, o.ok, o.data, o.text))
 
             anyio.run(main)
             kinds.append([entry.kind for entry in store.entries()])

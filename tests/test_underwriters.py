@@ -96,7 +96,9 @@ def test_a_turn_uses_every_tool_once_and_is_journaled_with_its_verdict() -> None
     assert turn.payload["surface"] == result.audited_surface
     assert turn.payload["refused"] is False
     assert turn.payload["underwriter"] == "rules"
-    assert turn.payload["decisionEntry"] == result.decision_entry.seq  # type: ignore[union-attr]
+    decided = result.decision_entry
+    assert decided is not None
+    assert turn.payload["decisionId"] == decided.payload["decisionId"]  # by content, not seq
     assert {v["boundary"] for v in turn.payload["verdict"]} == {
         BOUNDARY_DECISION_CITES_PROHIBITED_BASIS,
         BOUNDARY_PROHIBITED_BASIS_REACHED_UNDERWRITER,

@@ -43,6 +43,7 @@ from credit.guardrails.expectation import expectation_for
 from credit.guardrails.report import VerificationReport
 from credit.guardrails.verifier import Verifier
 from credit.journal.base import Entry, StaleCaseError, Store
+from credit.journal.naming import DECISION_ID, named_decision
 from credit.kinds import (
     CASE_WITHDRAWN,
     NOTICE_BLOCKED,
@@ -290,7 +291,7 @@ class CaseWork:
         other work meanwhile (another worker), the next pass reads where it stands."""
         payload = failure_payload(stage, err)
         if before.decision is not None:
-            payload["decisionSeq"] = before.decision.seq
+            payload.update(before.decision.ref)
         now = self.life(before.case_id)
         if now.system_work != stage or _decision_seq(now) != _decision_seq(before):
             return
@@ -378,7 +379,7 @@ class CaseWork:
             case_id,
             NOTICE_VERIFIED,
             {
-                "decisionSeq": decision.seq,
+                **decision.ref,
                 "noticeSha256": report.notice_sha256,
                 "noticeDate": today.isoformat(),
                 "passed": report.passed,
@@ -395,7 +396,7 @@ class CaseWork:
                 case_id,
                 NOTICE_BLOCKED,
                 {
-                    "decisionSeq": decision.seq,
+                    **decision.ref,
                     "noticeSha256": notice.sha256,
                     "reason": boundary.detail,
                     "failed": list(report.failed),
@@ -407,7 +408,7 @@ class CaseWork:
                 SAFETY_REFUSAL,
                 {
                     "stage": "notice",
-                    "decisionSeq": decision.seq,
+                    **decision.ref,
                     "boundaries": list(verdict.violated),
                     "surface": refusal,
                 },
@@ -451,7 +452,7 @@ class CaseWork:
                 step.case_id,
                 NOTICE_BLOCKED,
                 {
-                    "decisionSeq": decision.seq,
+                    **decision.ref,
                     "noticeSha256": payload["noticeSha256"],
                     "reason": problem.message,
                 },
@@ -464,7 +465,7 @@ class CaseWork:
             step.case_id,
             NOTICE_SENT,
             {
-                "decisionSeq": decision.seq,
+                **decision.ref,
                 "noticeSha256": payload["noticeSha256"],
                 "noticeDate": payload["noticeDate"],
                 "decision": decision.decision,
@@ -478,7 +479,7 @@ class CaseWork:
         entry = self.store.append(
             life.case_id,
             NOTICE_BLOCKED,
-            {"decisionSeq": life.decision.seq, "noticeSha256": sha256, "reason": why},
+            {**life.decision.ref, "noticeSha256": sha256, "reason": why},
             after=life.last_seq,
         )
         return NoticeOutcome(NOTICE_BLOCKED, entry)
@@ -541,6 +542,8 @@ class CaseWork:
                 "item": {"kind": life.item.kind, "openedSeq": life.item.opened_seq},
                 "policy": {"name": policy.name, "version": policy.version, "sha256": policy.sha256},
             }
+            number = (life.decision.number if life.decision is not None else 0) + 1
+            payload = named_decision(case_id, OFFICER_DECIDED, payload, number)
             return self.store.append(case_id, OFFICER_DECIDED, payload, after=life.last_seq)
 
         self._retrying(act)
@@ -578,7 +581,7 @@ class CaseWork:
                     "keyId": actor.key_id,
                     "why": why.strip(),
                     "state": life.state,
-                    "decisionSeq": life.decision.seq if life.decision else None,
+                    **(life.decision.ref if life.decision is not None else {DECISION_ID: None}),
                 },
                 after=life.last_seq,
             )

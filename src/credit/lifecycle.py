@@ -29,9 +29,11 @@ a referred case stays on the clock until a person decides it. ``daysLeft`` is co
 on the clock's date (:mod:`credit.clock`); an item is overdue when it is below zero.
 
 A decision belongs to the entries recorded after it: a reviewer's review, the gate's
-hold or release, a notice, each carries the ``decisionSeq`` of the decision it is
-about. An officer's decision (``officer.decided``) supersedes the one before it, and
-its own reviews, gate and notice start afresh.
+hold or release, a notice, each names the decision it is about by its ``decisionId``
+(its content's SHA-256; journals written before name it by ``decisionSeq``, and both
+forms read alike: :mod:`credit.journal.naming`). An officer's decision
+(``officer.decided``) supersedes the one before it, and its own reviews, gate and
+notice start afresh.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from typing import Any, Final, Literal
 from credit.errors import PolicyError
 from credit.governance.findings import Finding, Review
 from credit.journal.base import Entry
+from credit.journal.naming import decision_id_of, decision_ref, names_decision
 from credit.kinds import (
     CASE_WITHDRAWN,
     DECISION_KINDS,
@@ -266,10 +269,22 @@ class CurrentDecision:
     offer: Mapping[str, Any] | None
     by: str | None
     key_id: str | None
+    number: int = 1  # its place among the case's decisions, counted by the fold
 
     @property
     def seq(self) -> int:
         return self.entry.seq
+
+    @property
+    def id(self) -> str | None:
+        """Its ``decisionId`` (None: recorded before decisions were named)."""
+        return decision_id_of(self.entry.payload)
+
+    @property
+    def ref(self) -> dict[str, Any]:
+        """How an entry written now about this decision names it
+        (:func:`credit.journal.naming.decision_ref`)."""
+        return decision_ref(self.entry.seq, self.entry.payload)
 
     @property
     def decision(self) -> str | None:
@@ -360,18 +375,13 @@ class CaseLife:
         return None
 
 
-def _decision_seq(entry: Entry) -> int | None:
-    value = entry.payload.get("decisionSeq")
-    return value if isinstance(value, int) else None
-
-
 def _about(entry: Entry, decision: CurrentDecision | None) -> bool:
-    """Whether a gate, review or notice entry is about the current decision (entries
-    written before decisions were numbered are about the only decision there was)."""
+    """Whether a gate, review or notice entry is about the current decision, named by
+    its ``decisionId`` or its seq (entries written before decisions were named at all
+    are about the only decision there was)."""
     if decision is None:
         return False
-    seq = _decision_seq(entry)
-    return seq is None or seq == decision.seq
+    return names_decision(entry.payload, decision.seq, decision.id) is not False
 
 
 def recorded_reasons(
@@ -389,7 +399,7 @@ def recorded_reasons(
     )
 
 
-def _current(entry: Entry) -> CurrentDecision:
+def _current(entry: Entry, number: int) -> CurrentDecision:
     payload = entry.payload
     raw = payload.get("decision")
     wire: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
@@ -410,6 +420,7 @@ def _current(entry: Entry) -> CurrentDecision:
         offer=offer if isinstance(offer, Mapping) else None,
         by=by,
         key_id=key_id,
+        number=number,
     )
 
 
@@ -451,13 +462,15 @@ def fold(case_id: str, entries: Iterable[Entry], registry: PolicyRegistry) -> Ca
     failed: Entry | None = None
     withdrawn: Entry | None = None
     last_seq = 0
+    decisions = 0
     for entry in entries:
         last_seq = entry.seq
         kind = entry.kind
         if kind == INTAKE_ACCEPTED:
             accepted = accepted or entry
         elif kind in DECISION_KINDS:
-            decision = _current(entry)
+            decisions += 1
+            decision = _current(entry, decisions)
             reviews, held, approvals = {}, None, []
             released = rejected = verified = sent = blocked = None
             refused = failed = None

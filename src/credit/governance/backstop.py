@@ -44,6 +44,7 @@ from credit.errors import CreditError, GovernanceError, InputError, PolicyError
 from credit.governance.fair_lending import default_fair_lending_config
 from credit.governance.findings import Finding, Review
 from credit.journal.base import Entry, Store
+from credit.journal.naming import decision_ref
 from credit.kinds import OFFICER_DECIDED
 from credit.lifecycle import recorded_reasons
 from credit.models import Application, Case, CreditReport, Decision, parse_case, parse_decision
@@ -130,7 +131,7 @@ class Backstop:
         entry = entry or self.store.decision_entry(case_id)
         if entry is None:
             raise GovernanceError("no decision is recorded", case_id=case_id, reviewer=self.name)
-        basis: dict[str, Any] = {"decisionSeq": entry.seq}
+        basis: dict[str, Any] = decision_ref(entry.seq, entry.payload)
         findings: list[Finding] = []
 
         def done() -> Review:

@@ -69,6 +69,7 @@ from credit.governance.fair_lending import (
 from credit.governance.findings import Finding, Review
 from credit.governance.portfolio import PortfolioReport, adverse_impact_report, portfolio_rows
 from credit.journal.base import Entry, Store
+from credit.journal.naming import decision_id_of, decision_ref, names_decision
 from credit.kinds import DECISION_KINDS, GUARD_REDACTED, KEYSTONE_REJECTED
 from credit.models import Case, Decision, MonitoringData, parse_case, parse_decision
 from credit.policy import PolicyRegistry
@@ -85,7 +86,9 @@ POOL_PAGE: Final = 1000  # journal entries the comparison pool reads at a time
 # keeps: bump POOL_FORMAT whenever what a row holds, or how it is derived from a file
 # (file_factors, _strength, the group codes), changes, so an older mark is not used.
 POOL_MARK: Final = "equipoise.pool"
-POOL_FORMAT: Final = 2  # 1: arrays as base64 of their bytes; 2: of their bytes deflated
+# 1: arrays as base64 of their bytes; 2: of their bytes deflated; 3: with each row's
+# decisionId, so a rejection that names its decision by content is matched to its row
+POOL_FORMAT: Final = 3
 _INTS: Final = "<i8"
 _FLOATS: Final = "<f8"
 
@@ -236,6 +239,7 @@ class ComparisonPool:
         self._resumed = False
         self._products: dict[str, _Product] = {}
         self._where: dict[str, tuple[str, int]] = {}  # case -> (product, row) now in use
+        self._ids: dict[str, str] = {}  # case -> the decisionId of its row (when it has one)
         self._codes: list[dict[str, int]] = [{} for _ in equipoise.config.comparative_attributes]
 
     def refresh(self) -> ComparisonPool:
@@ -266,10 +270,10 @@ class ComparisonPool:
                     continue
                 if entry.kind == KEYSTONE_REJECTED:
                     where = self._where.get(case_id)
-                    about = entry.payload.get("decisionSeq")
                     if where is not None:
-                        product, row = self._where[case_id]
-                        if about is None or about == int(self._products[product].seq[row]):
+                        product, row = where
+                        seq = int(self._products[product].seq[row])
+                        if names_decision(entry.payload, seq, self._ids.get(case_id)) is not False:
                             self._drop(case_id)
                     continue
                 self._drop(case_id)
@@ -288,8 +292,9 @@ class ComparisonPool:
         entry it read last is no longer there as it read it (a group that rolled
         back). Whether it was kept.
 
-        The mark holds, for each decision compared, its case id, seq, outcome rank,
-        factor strengths and group codes (the applicant's monitoring groups, coded):
+        The mark holds, for each decision compared, its case id, seq, decisionId,
+        outcome rank, factor strengths and group codes (the applicant's monitoring
+        groups, coded):
         it is read by this review alone, as the vault is."""
         if self._mark == 0 or self._mark_hash is None:
             return False
@@ -306,6 +311,7 @@ class ComparisonPool:
                 "configSha256": config.sha256,
                 "codes": self._codes,
                 "products": {name: block.to_wire() for name, block in self._products.items()},
+                "ids": dict(sorted(self._ids.items())),
             },
         )
         return True
@@ -326,6 +332,7 @@ class ComparisonPool:
                 str(name): _Product.from_wire(wire, factors, attributes)
                 for name, wire in mark.data["products"].items()
             }
+            ids = {str(case_id): str(named) for case_id, named in mark.data["ids"].items()}
         except (KeyError, TypeError, ValueError, AttributeError):
             return
         if len(codes) != attributes:
@@ -335,10 +342,12 @@ class ComparisonPool:
             for row in np.flatnonzero(block.rank[: block.size] >= 0):
                 where[block.case_ids[row]] = (name, int(row))
         self._codes, self._products, self._where = codes, products, where
+        self._ids = {case_id: named for case_id, named in ids.items() if case_id in where}
         self._mark, self._mark_hash = mark.seq, None
 
     def _drop(self, case_id: str) -> None:
         where = self._where.pop(case_id, None)
+        self._ids.pop(case_id, None)
         if where is not None:
             product, row = where
             self._products[product].drop(row)
@@ -377,6 +386,9 @@ class ComparisonPool:
             decision.product,
             block.append(case_id, entry.seq, rank, strength, groups),
         )
+        named = decision_id_of(entry.payload)
+        if named is not None:
+            self._ids[case_id] = named
 
     def _code(self, attribute: int, group: str) -> int:
         if group == NOT_PROVIDED:
@@ -530,7 +542,7 @@ class Equipoise:
             reviewer="equipoise",
             case_id=case_id,
             findings=tuple(findings),
-            basis=self._basis(decisionSeq=entry.seq),
+            basis=self._basis(**decision_ref(entry.seq, entry.payload)),
         )
 
     def _redacted_data(self, case_id: str) -> list[Finding]:

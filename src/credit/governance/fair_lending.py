@@ -26,7 +26,8 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from credit.errors import InputError, PolicyError
-from credit.journal.base import Store
+from credit.journal.base import Entry, Store
+from credit.journal.naming import decision_id_of, names_decision
 from credit.kinds import DECISION_KINDS, KEYSTONE_REJECTED
 from credit.models import DECISIONS, Decision, MonitoringData, parse_decision
 from credit.policy import Param, parameter_tree, read_parameters
@@ -438,16 +439,18 @@ def recorded_decisions(
 
     ``cache`` (by entry hash: an entry never changes) saves parsing each decision again
     when one reviewer goes through many cases."""
-    current: dict[str, tuple[int, Decision | None]] = {}
+    current: dict[str, tuple[Entry, Decision | None]] = {}
     rejected: set[str] = set()
     for entry in store.entries(kinds=[*DECISION_KINDS, KEYSTONE_REJECTED]):
         case_id = entry.case_id
         if case_id is None:
             continue
         if entry.kind == KEYSTONE_REJECTED:
-            about = entry.payload.get("decisionSeq")
-            if case_id in current and (about is None or about == current[case_id][0]):
-                rejected.add(case_id)
+            if case_id in current:
+                decided = current[case_id][0]
+                about = names_decision(entry.payload, decided.seq, decision_id_of(decided.payload))
+                if about is not False:
+                    rejected.add(case_id)
             continue
         if cache is not None and entry.hash in cache:
             decision = cache[entry.hash]
@@ -458,7 +461,7 @@ def recorded_decisions(
                 decision = None
             if cache is not None:
                 cache[entry.hash] = decision
-        current[case_id] = (entry.seq, decision)
+        current[case_id] = (entry, decision)
         rejected.discard(case_id)
     out: list[RecordedDecision] = []
     unreadable = 0

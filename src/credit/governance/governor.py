@@ -47,6 +47,8 @@ from credit.governance.refusal import (
     SafetyVerdict,
 )
 from credit.journal.base import DecisionAlreadyRecordedError, Entry, Store
+from credit.journal.naming import named_decision
+from credit.kinds import DECISION_KINDS, DECISION_RECORDED
 from credit.models import Decision, parse_decision
 
 __all__ = [
@@ -391,6 +393,8 @@ class Governor:
             payload["policy"] = dict(self.policy)
         if self.turn is not None:
             payload["turn"] = self.turn
+        earlier = self.store.entries(self.case_id, kinds=list(DECISION_KINDS))  # an officer's
+        payload = named_decision(self.case_id, DECISION_RECORDED, payload, len(earlier) + 1)
         try:
             entry = self.store.record_decision(self.case_id, payload)
         except DecisionAlreadyRecordedError:

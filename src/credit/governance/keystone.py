@@ -224,15 +224,15 @@ class Keystone:
         last = life.last_seq
         if "equipoise" not in reviews:
             review = self.equipoise.review(case_id, pool=pool, entry=decision.entry)
-            last = self._append(case_id, REVIEW_EQUIPOISE, review, decision.seq, last)
+            last = self._append(case_id, REVIEW_EQUIPOISE, review, decision.ref, last)
             reviews["equipoise"] = review
         if "backstop" not in reviews:
             review = self.backstop.review(case_id, entry=decision.entry)
-            last = self._append(case_id, REVIEW_BACKSTOP, review, decision.seq, last)
+            last = self._append(case_id, REVIEW_BACKSTOP, review, decision.ref, last)
             reviews["backstop"] = review
         holding = [f for r in reviews.values() for f in r.findings if f.holds]
         payload: dict[str, Any] = {
-            "decisionSeq": decision.seq,
+            **decision.ref,
             "reviews": {name: r.passed for name, r in sorted(reviews.items())},
         }
         if holding:
@@ -243,8 +243,10 @@ class Keystone:
             self.store.append(case_id, KEYSTONE_RELEASED, payload, after=last)
         return None
 
-    def _append(self, case_id: str, kind: str, review: Review, decision_seq: int, last: int) -> int:
-        payload = {"decisionSeq": decision_seq, **review.to_payload()}
+    def _append(
+        self, case_id: str, kind: str, review: Review, about: Mapping[str, Any], last: int
+    ) -> int:
+        payload = {**about, **review.to_payload()}
         return self.store.append(case_id, kind, payload, after=last).seq
 
     # ------------------------------------------------------------ a person's decision
@@ -283,7 +285,7 @@ class Keystone:
             "by": actor.name,
             "keyId": actor.key_id,
             "reason": reason,
-            "decisionSeq": decision.seq,
+            **decision.ref,
             "heldSeq": gate.held.seq if gate.held else None,
             "findings": [f.to_wire() for f in gate.holding_findings],
         }
@@ -310,7 +312,7 @@ class Keystone:
                 "by": actor.name,
                 "keyId": actor.key_id,
                 "reason": reason,
-                "decisionSeq": decision.seq,
+                **decision.ref,
                 "heldSeq": life.gate.held.seq if life.gate.held else None,
                 "findings": [f.to_wire() for f in life.gate.holding_findings],
             },

@@ -33,7 +33,13 @@ from typing import Any, Final
 
 from credit.canonical import canonical_bytes, dumps, loads, sha256_hex
 from credit.errors import CreditError, InputError, JournalIntegrityError
-from credit.journal.audit import KeptCheckpoint, accepted_digest, document_problem, entry_leaf
+from credit.journal.audit import (
+    KeptCheckpoint,
+    accepted_digest,
+    decision_naming_problem,
+    document_problem,
+    entry_leaf,
+)
 from credit.journal.base import Entry, Store, entry_hash
 from credit.journal.checkpoint import verify_checkpoint
 from credit.journal.keys import VerifierKey, load_verifier
@@ -222,6 +228,10 @@ def verify_bundle(path: Path) -> tuple[list[str], dict[str, Any]]:
         if problem is not None:
             problems.append(f"case.json: {problem}")
     decisions = [e for e in entries if e.kind in DECISION_KINDS]
+    for number, decided in enumerate(decisions, start=1):  # each named by its content
+        problem = decision_naming_problem(case_id, decided.kind, decided.payload, number)
+        if problem is not None:
+            problems.append(f"entry {decided.seq}: {problem}")
     if "decision.json" in files:
         if not decisions or loads(files["decision.json"]) != loads(
             canonical_bytes(decisions[-1].to_wire())

@@ -18,8 +18,10 @@ from typing import Any
 
 from credit.catalogue import Catalogue, default_catalogue
 from credit.journal.base import Entry
+from credit.journal.naming import decision_id_of, names_decision
 from credit.kinds import (
     CASE_WITHDRAWN,
+    DECISION_KINDS,
     INTAKE_ACCEPTED,
     KEYSTONE_APPROVED,
     KEYSTONE_HELD,
@@ -36,6 +38,16 @@ __all__ = ["explain", "methodology_steps", "why_text"]
 
 UNDERWRITER_TURN = "underwriter.turn"
 _PEOPLE_KINDS = (KEYSTONE_HELD, KEYSTONE_APPROVED, KEYSTONE_RELEASED, KEYSTONE_REJECTED)
+
+
+def _turn_decision(payload: Mapping[str, Any], decided: Mapping[str, int]) -> int | None:
+    """The seq of the decision a turn recorded: named by its ``decisionId`` (by its seq
+    in ``decisionEntry``, in journals written before)."""
+    named = decision_id_of(payload)
+    if named is not None:
+        return decided.get(named)
+    seq = payload.get("decisionEntry")
+    return seq if type(seq) is int else None
 
 
 def methodology_steps(policy_basis: Sequence[Any]) -> list[dict[str, Any]]:
@@ -122,6 +134,7 @@ def explain(
         document["steps"] = methodology_steps(wire.get("policyBasis") or [])
         document["decision"] = {
             "seq": decision.seq,
+            "id": decision.id,
             "kind": decision.entry.kind,
             "at": decision.entry.recorded_at,
             "decision": decision.decision,
@@ -148,7 +161,12 @@ def explain(
             document["reasons"] = [
                 {"code": None, "values": {}, "sentence": f, "seq": decision.seq} for f in factors
             ]
-        about = [e for e in entries if e.payload.get("decisionSeq") == decision.seq]
+        about = [
+            e
+            for e in entries
+            if e.kind not in DECISION_KINDS
+            and names_decision(e.payload, decision.seq, decision.id) is True
+        ]
         for entry in about:
             if entry.kind in REVIEW_KINDS:
                 name = str(entry.payload.get("reviewer") or entry.kind.rpartition(".")[2])
@@ -181,13 +199,18 @@ def explain(
                 if blocked is None or sent is not None
                 else {"seq": blocked.seq, "reason": blocked.payload.get("reason")},
             }
+    decided = {  # each decision's seq, by the decisionId a turn names it by
+        e.payload["decisionId"]: e.seq
+        for e in entries
+        if e.kind in DECISION_KINDS and decision_id_of(e.payload) is not None
+    }
     for entry in entries:
         if entry.kind == UNDERWRITER_TURN:
             turn: dict[str, Any] = {
                 "seq": entry.seq,
                 "at": entry.recorded_at,
                 "toolCalls": list(entry.payload.get("toolCalls") or []),
-                "decisionEntry": entry.payload.get("decisionEntry"),
+                "decisionEntry": _turn_decision(entry.payload, decided),
                 "refused": entry.payload.get("refused"),
             }
             for field in ("transcriptSha256", "transcript", "model"):

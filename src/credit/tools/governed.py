@@ -219,8 +219,7 @@ class CaseTools:
             "recorded": True,
             "caseId": self.case_id,
             "status": entry.payload.get("status"),
-            "entry": entry.seq,
-            "hash": entry.hash,
+            "decisionId": entry.payload.get("decisionId"),
         }
 
     def call(self, name: str, arguments: Mapping[str, Any] | None = None) -> dict[str, Any]:

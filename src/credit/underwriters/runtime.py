@@ -54,6 +54,7 @@ from credit.governance.governor import Governor
 from credit.governance.guard import FairLendingGuard, Redaction
 from credit.governance.refusal import SafetyVerdict, build_refusal_surface
 from credit.journal.base import Entry, Store
+from credit.journal.naming import DECISION_ID, decision_ref
 from credit.policy import Policy, PolicyRegistry
 from credit.tools.governed import TOOL_NAMES, CaseTools, policy_document
 from credit.tools.server import ToolHost, ToolSession, open_session
@@ -494,7 +495,7 @@ class SparkRuntime:
                 "surfaceSha256": sha256_hex(audited.encode("utf-8")),
                 "refused": refusal is not None,
                 "toolCalls": list(tools.calls),
-                "decisionEntry": governor.committed.seq if governor.committed else None,
+                **_decision_named(governor.committed),
                 "verdict": _verdict_wire(verdict),
                 **(self._transcript_fields(underwriter, turn) if started else {}),
             },
@@ -575,7 +576,7 @@ class SparkRuntime:
                 "started": started,
                 "error": f"{type(err).__name__}: {err}",
                 "toolCalls": list(tools.calls),
-                "decisionEntry": governor.committed.seq if governor.committed else None,
+                **_decision_named(governor.committed),
                 "verdict": _verdict_wire(verdict),
                 **transcript,
             },
@@ -650,3 +651,11 @@ def _verdict_wire(verdict: SafetyVerdict) -> list[dict[str, Any]]:
         }
         for r in verdict.results
     ]
+
+
+def _decision_named(committed: Entry | None) -> dict[str, Any]:
+    """How a turn's entry names the decision it recorded (:mod:`credit.journal.naming`):
+    by its ``decisionId``; ``{"decisionId": None}`` when it recorded none."""
+    if committed is None:
+        return {DECISION_ID: None}
+    return decision_ref(committed.seq, committed.payload)
