@@ -266,6 +266,8 @@ def test_credit_verify_imports_no_journal_service_or_frame_library(
     # the frame, the catalogue, the rules, the formats and the terms from the parse cache
     assert [m for m in heavy_in(modules) if m not in TYPERS_OWN] == []
     assert not any(m.startswith(("credit.journal", "credit.service")) for m in modules)
+    # a notice's expectation needs the application's model, not a whole case's
+    assert "credit.application" in modules and "credit.models" not in modules
 
 
 # ---------------------------------------------------------------- the collector

@@ -39,11 +39,12 @@ from pydantic import (
 from pydantic import ValidationError as _ValidationError
 from pydantic.alias_generators import to_camel
 
+from credit.application import Application
 from credit.canonical import canonical_bytes, json_string, sha256_hex
 from credit.errors import NoticeError, NoticeInputError
-from credit.models import Application, Case
 
 if TYPE_CHECKING:
+    from credit.models import Case
     from credit.underwriting import Underwriting
 
 __all__ = [
