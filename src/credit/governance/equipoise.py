@@ -294,8 +294,7 @@ class ComparisonPool:
 
         The mark holds, for each decision compared, its case id, seq, decisionId,
         outcome rank, factor strengths and group codes (the applicant's monitoring
-        groups, coded):
-        it is read by this review alone, as the vault is."""
+        groups, coded): it is read by this review alone, as the vault is."""
         if self._mark == 0 or self._mark_hash is None:
             return False
         store = self._eq.store
