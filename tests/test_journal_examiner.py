@@ -219,6 +219,10 @@ def test_replay_of_every_bundled_case_finds_no_difference(run: Run) -> None:
     result = run.cli("replay", "--all")
     assert result.exit_code == 0, result.output
     assert "ok: 12 decision(s) replayed, 12 bit for bit, 0 with differences" in result.stdout
+    # and each decision's two reviews, done again on it (Equipoise with what it had read)
+    assert "ok: 24 review(s) done again, 24 the same, 0 different, 0 not replayable" in (
+        result.stdout
+    )
 
 
 def test_replay_names_the_case_and_field_when_the_engine_decides_otherwise(

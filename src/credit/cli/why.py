@@ -90,8 +90,11 @@ def replay_command(
     schema: SchemaOption = None,
 ) -> None:
     """Re-derive each recorded decision from the journaled case document and the policy
-    it cites, alone, and compare bit for bit (exit 1 naming the case and field)."""
+    it cites, alone, and compare bit for bit; then do each Backstop and Equipoise review
+    again on the decision it names (Equipoise with the decisions it had read, up to its
+    poolMark) and compare it with the one journaled (exit 1 naming the case and field)."""
     from credit.canonical import dumps
+    from credit.governance.replay import ReviewReplay, replay_reviews
     from credit.journal.replay import replay_case
     from credit.policy import PolicyRegistry, load_policy
 
@@ -105,16 +108,19 @@ def replay_command(
         raise _fail(e) from None
     store = _store(database, schema)
     replays: list[Replay] = []
+    reviews: list[ReviewReplay] = []
     try:
         case_ids = [case] if case is not None else store.case_ids()
         for case_id in case_ids:
             entries = list(store.authenticate(store.entries(case_id)))
             replays += replay_case(case_id, entries, store.get_case(case_id), registry)
+        reviews = replay_reviews(store, case_ids, registry=registry)
     except CreditError as e:
         raise _fail(e) from None
     finally:
         store.close()
     failed = [r for r in replays if not r.ok]
+    differ = [r for r in reviews if not r.ok]
     for r in replays:
         if as_json:
             sys.stdout.write(dumps(r.to_wire()) + "\n")
@@ -131,6 +137,19 @@ def replay_command(
             )
         for note in r.notes:
             out.print(f"case {r.case_id} entry {r.seq}: {note}", markup=False, highlight=False)
+    for review in reviews:
+        if as_json:
+            sys.stdout.write(dumps(review.to_wire()) + "\n")
+            continue
+        where = f"case {review.case_id} entry {review.seq} ({review.reviewer}'s review)"
+        if review.why is not None:
+            out.print(f"{where}: not done again: {review.why}", markup=False, highlight=False)
+        for name, was, now in review.differences:
+            out.print(
+                f"{where} {name}: DIFFERS: journaled {dumps(was)}, done again {dumps(now)}",
+                markup=False,
+                highlight=False,
+            )
     if not as_json:
         same = sum(1 for r in replays if r.ok and not r.differences)
         out.print(
@@ -138,7 +157,14 @@ def replay_command(
             f"{same} bit for bit, {len(failed)} with differences or not replayable",
             highlight=False,
         )
-    if failed:
+        alike = sum(1 for r in reviews if r.status == "same")
+        out.print(
+            f"{'ok' if not differ else 'DIFFERENT'}: {len(reviews)} review(s) done again, "
+            f"{alike} the same, {len(differ)} different, "
+            f"{len(reviews) - alike - len(differ)} not replayable",
+            highlight=False,
+        )
+    if failed or differ:
         raise typer.Exit(EXIT_DIFFERS)
 
 

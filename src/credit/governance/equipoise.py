@@ -230,13 +230,19 @@ class ComparisonPool:
     """The decisions a comparative file review compares with: each case's current
     decision (the underwriter's, or the latest officer's) that a person has not
     rejected and that is not an excluded outcome, with its file's factors and its
-    applicant's groups. Read from the journal incrementally."""
+    applicant's groups. Read from the journal incrementally.
 
-    def __init__(self, equipoise: Equipoise) -> None:
+    ``through``: a pool that reads no entry after that seq (and starts from the journal,
+    not from a kept mark), to compare as a review did that read the journal that far
+    (its basis's ``poolMark``; :mod:`credit.governance.replay`). It may be raised
+    between refreshes, never lowered."""
+
+    def __init__(self, equipoise: Equipoise, *, through: int | None = None) -> None:
         self._eq = equipoise
+        self.through = through
         self._mark = 0
         self._mark_hash: str | None = None  # the hash of entry _mark, as read
-        self._resumed = False
+        self._resumed = through is not None  # a bounded pool reads the journal itself
         self._products: dict[str, _Product] = {}
         self._where: dict[str, tuple[str, int]] = {}  # case -> (product, row) now in use
         self._ids: dict[str, str] = {}  # case -> the decisionId of its row (when it has one)
@@ -256,6 +262,8 @@ class ComparisonPool:
         kinds = [*DECISION_KINDS, KEYSTONE_REJECTED]
         while True:
             page = eq.store.entries(kinds=kinds, after_seq=self._mark, limit=POOL_PAGE)
+            if self.through is not None and page and page[-1].seq > self.through:
+                page = [e for e in page if e.seq <= self.through]  # and the last page
             decided: dict[int, Decision] = {}
             for entry in page:
                 if entry.kind != KEYSTONE_REJECTED and entry.case_id is not None:
@@ -283,6 +291,11 @@ class ComparisonPool:
                     self._add(case_id, entry, decision, case, monitoring)
             if len(page) < POOL_PAGE:
                 return self
+
+    @property
+    def mark(self) -> int:
+        """The seq of the last decision or rejection the pool has read (0: none)."""
+        return self._mark
 
     def keep(self) -> bool:
         """Keep the pool as it stands (:data:`POOL_MARK`, :meth:`Store.put_mark`: sealed
@@ -509,15 +522,22 @@ class Equipoise:
         *,
         pool: ComparisonPool | None = None,
         entry: Entry | None = None,
+        through: int | None = None,
     ) -> Review:
-        """Review one recorded decision (``entry``, default the underwriter's)."""
+        """Review one recorded decision (``entry``, default the underwriter's).
+
+        The basis records, beside the configuration and terms, the decision (by its
+        ``decisionId``) and ``poolMark``: the seq of the last decision or rejection the
+        comparison pool had read, so the review can be done again from the journal
+        alone (:mod:`credit.governance.replay`). ``through``: read the case's guard
+        redactions up to that seq only (a review done again reads what it read)."""
         entry = entry or self.store.decision_entry(case_id)
         if entry is None:
             raise GovernanceError("no decision is recorded", case_id=case_id, reviewer=self.name)
         raw = entry.payload.get("decision")
         wire: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
         findings = _citations(wire, self.terms)
-        findings += self._redacted_data(case_id)
+        findings += self._redacted_data(case_id, through)
         try:
             decision = parse_decision(raw, case_id=case_id)
         except InputError as err:
@@ -541,14 +561,14 @@ class Equipoise:
             reviewer="equipoise",
             case_id=case_id,
             findings=tuple(findings),
-            basis=self._basis(**decision_ref(entry.seq, entry.payload)),
+            basis=self._basis(**decision_ref(entry.seq, entry.payload), poolMark=pool.mark),
         )
 
-    def _redacted_data(self, case_id: str) -> list[Finding]:
+    def _redacted_data(self, case_id: str, through: int | None = None) -> list[Finding]:
         hits = [
             e
             for e in self.store.entries(case_id, kinds=[GUARD_REDACTED])
-            if e.payload.get("match") == "value"
+            if e.payload.get("match") == "value" and (through is None or e.seq <= through)
         ]
         if not hits:
             return []

@@ -1,0 +1,179 @@
+"""The second line's reviews done again from the journal alone, and compared.
+
+Each ``review.backstop`` and ``review.equipoise`` entry is reviewed again, on the
+decision it names (by ``decisionId``, or by seq in journals written before), and the
+review it gives is compared with the one journaled: whether it passed, every finding
+(code, whether it holds, message and detail) and the basis.
+
+- Backstop re-derives the decision from the journaled case document under the policy
+  in force on the case's date: nothing it reads changes after the review.
+- Equipoise compares the decision with the decisions recorded before it. Its basis
+  names ``poolMark``, the seq of the last decision or rejection its comparison pool had
+  read, so the review is done again with a pool that reads the journal that far and no
+  further (:class:`~credit.governance.equipoise.ComparisonPool` ``through``), and the
+  case's guard redactions up to the review. The reviews of a batch are done again in
+  the order of their marks with one pool, raised from mark to mark, so replaying every
+  case reads the journal about once, as the run did. A review journaled before marks
+  were recorded, or under another configuration of the fair-lending review, cannot be
+  done again: it is reported as that, not as a difference.
+
+``credit replay`` replays the reviews of the cases it replays (``docs/journal.md``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from credit.canonical import canonical_bytes
+from credit.errors import CreditError
+from credit.governance.backstop import Backstop
+from credit.governance.equipoise import ComparisonPool, Equipoise
+from credit.governance.findings import Review
+from credit.journal.base import Entry, Store
+from credit.journal.naming import decision_id_of, names_decision
+from credit.kinds import DECISION_KINDS, REVIEW_BACKSTOP, REVIEW_EQUIPOISE
+from credit.policy import PolicyRegistry
+
+__all__ = ["ReviewReplay", "replay_reviews"]
+
+Status = Literal["same", "differs", "not-replayable"]
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewReplay:
+    """One journaled review done again. ``differences``: (field, journaled, replayed)
+    for each field that differs; ``why``: why it could not be done again."""
+
+    case_id: str
+    seq: int
+    reviewer: str
+    status: Status
+    decision_seq: int | None = None
+    differences: tuple[tuple[str, Any, Any], ...] = ()
+    why: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Done again with the same review (or not replayable, which says why)."""
+        return self.status != "differs"
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "caseId": self.case_id,
+            "seq": self.seq,
+            "reviewer": self.reviewer,
+            "status": self.status,
+            "decisionSeq": self.decision_seq,
+            "differences": [
+                {"field": name, "journaled": was, "replayed": now}
+                for name, was, now in self.differences
+            ],
+            "why": self.why,
+        }
+
+
+def _decision_of(review: Entry, entries: Sequence[Entry]) -> Entry | None:
+    """The decision a review is about: the one it names, else (a review that names
+    none, written before decisions were named at all) the latest before it."""
+    before = [e for e in entries if e.kind in DECISION_KINDS and e.seq < review.seq]
+    for decided in reversed(before):
+        named = names_decision(review.payload, decided.seq, decision_id_of(decided.payload))
+        if named is True:
+            return decided
+        if named is None:
+            return before[-1]
+    return None
+
+
+def _differences(
+    journaled: Mapping[str, Any], replayed: Review
+) -> tuple[tuple[str, Any, Any], ...]:
+    """Each field of the journaled payload, as it was written, against the review done
+    again (``passed``, ``findings``, then the basis key by key)."""
+    now = replayed.to_payload()
+    out = []
+    for name in ("passed", "findings"):
+        if canonical_bytes(journaled.get(name)) != canonical_bytes(now[name]):
+            out.append((name, journaled.get(name), now[name]))
+    was = journaled.get("basis")
+    was = was if isinstance(was, Mapping) else {}
+    for key in sorted({*was, *now["basis"]}):
+        before, after = was.get(key), now["basis"].get(key)
+        if canonical_bytes(before) != canonical_bytes(after):
+            out.append((f"basis.{key}", before, after))
+    return tuple(out)
+
+
+def replay_reviews(
+    store: Store,
+    case_ids: Iterable[str],
+    *,
+    registry: PolicyRegistry | None = None,
+) -> list[ReviewReplay]:
+    """Every review of the named cases done again and compared, in journal order."""
+    registry = registry or PolicyRegistry.bundled()
+    backstop = Backstop(store, registry)
+    equipoise = Equipoise(store, registry=registry)
+    done: dict[int, ReviewReplay] = {}
+    marked: list[tuple[int, Entry, Entry]] = []  # (poolMark, review, decision)
+    for case_id in dict.fromkeys(case_ids):
+        entries = list(store.authenticate(store.entries(case_id)))
+        for review in entries:
+            if review.kind not in (REVIEW_BACKSTOP, REVIEW_EQUIPOISE):
+                continue
+            reviewer = "backstop" if review.kind == REVIEW_BACKSTOP else "equipoise"
+            decided = _decision_of(review, entries)
+            if decided is None:
+                done[review.seq] = ReviewReplay(
+                    case_id, review.seq, reviewer, "not-replayable", why="no decision it names"
+                )
+                continue
+            if reviewer == "backstop":
+                done[review.seq] = _compared(
+                    review, decided, lambda d=decided, c=case_id: backstop.review(c, entry=d)
+                )
+                continue
+            basis = review.payload.get("basis") or {}
+            mark = basis.get("poolMark") if isinstance(basis, Mapping) else None
+            why = None
+            if type(mark) is not int:
+                why = "journaled before reviews named the comparison pool they read (poolMark)"
+            elif basis.get("configSha256") != equipoise.config.sha256:
+                why = (
+                    f"reviewed under configuration {basis.get('config')}, not the one in use "
+                    f"({equipoise.config.label})"
+                )
+            if why is not None:
+                done[review.seq] = ReviewReplay(
+                    case_id, review.seq, reviewer, "not-replayable", decided.seq, why=why
+                )
+                continue
+            assert isinstance(mark, int)  # checked above
+            marked.append((mark, review, decided))
+    pool = ComparisonPool(equipoise, through=0)
+    for mark, review, decided in sorted(marked, key=lambda m: (m[0], m[1].seq)):
+        pool.through = mark
+        done[review.seq] = _compared(
+            review,
+            decided,
+            lambda r=review, d=decided: equipoise.review(
+                str(r.case_id), pool=pool, entry=d, through=r.seq
+            ),
+        )
+    return [done[seq] for seq in sorted(done)]
+
+
+def _compared(review: Entry, decided: Entry, again: Any) -> ReviewReplay:
+    case_id = str(review.case_id)
+    reviewer = "backstop" if review.kind == REVIEW_BACKSTOP else "equipoise"
+    try:
+        replayed: Review = again()
+    except (CreditError, ValueError, KeyError, TypeError) as e:
+        return ReviewReplay(
+            case_id, review.seq, reviewer, "not-replayable", decided.seq, why=str(e)
+        )
+    differences = _differences(review.payload, replayed)
+    status: Status = "differs" if differences else "same"
+    return ReviewReplay(case_id, review.seq, reviewer, status, decided.seq, differences)
