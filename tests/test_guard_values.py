@@ -90,6 +90,16 @@ def test_a_value_carrying_a_basis_holds_the_case_for_the_fair_lending_reviewer()
     assert life.state == "held" and life.item is not None and life.item.role == "reviewer"
     codes = [f.code for f in life.gate.holding_findings]
     assert codes == ["equipoise.prohibited_basis_in_data"]
+    # each redaction named by its place among the case's guard.redacted entries, not
+    # by seq (the turn writes them in the review's own group: ADR-0002)
+    redactions = store.entries("V-2", kinds=["guard.redacted"])
+    (finding,) = life.gate.holding_findings
+    assert finding.detail["redactions"] == [
+        {"redaction": place, **{k: r.payload[k] for k in ("tool", "path", "basis")}}
+        for place, r in enumerate(redactions, 1)
+        if r.payload["match"] == "value"
+    ]
+    assert finding.detail["redactions"][0]["basis"] == "maritalStatus"
 
 
 def _case_bytes(case: dict[str, Any]) -> bytes:

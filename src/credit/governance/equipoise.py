@@ -565,9 +565,12 @@ class Equipoise:
         )
 
     def _redacted_data(self, case_id: str, through: int | None = None) -> list[Finding]:
+        """The redactions of values the decision's data held. Each is named by its place
+        among the case's ``guard.redacted`` entries (1 for the first), not by seq: the
+        turn's redactions are written in the same group as this review (ADR-0002)."""
         hits = [
-            e
-            for e in self.store.entries(case_id, kinds=[GUARD_REDACTED])
+            (place, e)
+            for place, e in enumerate(self.store.entries(case_id, kinds=[GUARD_REDACTED]), 1)
             if e.payload.get("match") == "value" and (through is None or e.seq <= through)
         ]
         if not hits:
@@ -582,18 +585,18 @@ class Equipoise:
                     + "; ".join(
                         f"{h.payload.get('tool')} {h.payload.get('path')} "
                         f"({h.payload.get('basis')})"
-                        for h in hits[:_SHOWN]
+                        for _, h in hits[:_SHOWN]
                     )
                 ),
                 detail={
                     "redactions": [
                         {
-                            "seq": h.seq,
+                            "redaction": place,
                             "tool": h.payload.get("tool"),
                             "path": h.payload.get("path"),
                             "basis": h.payload.get("basis"),
                         }
-                        for h in hits
+                        for place, h in hits
                     ]
                 },
             )
