@@ -86,9 +86,7 @@ POOL_PAGE: Final = 1000  # journal entries the comparison pool reads at a time
 # keeps: bump POOL_FORMAT whenever what a row holds, or how it is derived from a file
 # (file_factors, _strength, the group codes), changes, so an older mark is not used.
 POOL_MARK: Final = "equipoise.pool"
-# 1: arrays as base64 of their bytes; 2: of their bytes deflated; 3: with each row's
-# decisionId, so a rejection that names its decision by content is matched to its row
-POOL_FORMAT: Final = 3
+POOL_FORMAT: Final = 2  # 1: arrays as base64 of their bytes; 2: of their bytes deflated
 _INTS: Final = "<i8"
 _FLOATS: Final = "<f8"
 
@@ -245,7 +243,6 @@ class ComparisonPool:
         self._resumed = through is not None  # a bounded pool reads the journal itself
         self._products: dict[str, _Product] = {}
         self._where: dict[str, tuple[str, int]] = {}  # case -> (product, row) now in use
-        self._ids: dict[str, str] = {}  # case -> the decisionId of its row (when it has one)
         self._codes: list[dict[str, int]] = [{} for _ in equipoise.config.comparative_attributes]
 
     def refresh(self) -> ComparisonPool:
@@ -277,12 +274,8 @@ class ComparisonPool:
                 if case_id is None:
                     continue
                 if entry.kind == KEYSTONE_REJECTED:
-                    where = self._where.get(case_id)
-                    if where is not None:
-                        product, row = where
-                        seq = int(self._products[product].seq[row])
-                        if names_decision(entry.payload, seq, self._ids.get(case_id)) is not False:
-                            self._drop(case_id)
+                    if self._rejects(entry, case_id):
+                        self._drop(case_id)
                     continue
                 self._drop(case_id)
                 decision = decided.get(entry.seq)
@@ -305,9 +298,9 @@ class ComparisonPool:
         entry it read last is no longer there as it read it (a group that rolled
         back). Whether it was kept.
 
-        The mark holds, for each decision compared, its case id, seq, decisionId,
-        outcome rank, factor strengths and group codes (the applicant's monitoring
-        groups, coded): it is read by this review alone, as the vault is."""
+        The mark holds, for each decision compared, its case id, seq, outcome rank,
+        factor strengths and group codes (the applicant's monitoring groups, coded):
+        it is read by this review alone, as the vault is."""
         if self._mark == 0 or self._mark_hash is None:
             return False
         store = self._eq.store
@@ -323,7 +316,6 @@ class ComparisonPool:
                 "configSha256": config.sha256,
                 "codes": self._codes,
                 "products": {name: block.to_wire() for name, block in self._products.items()},
-                "ids": dict(sorted(self._ids.items())),
             },
         )
         return True
@@ -344,7 +336,6 @@ class ComparisonPool:
                 str(name): _Product.from_wire(wire, factors, attributes)
                 for name, wire in mark.data["products"].items()
             }
-            ids = {str(case_id): str(named) for case_id, named in mark.data["ids"].items()}
         except (KeyError, TypeError, ValueError, AttributeError):
             return
         if len(codes) != attributes:
@@ -354,12 +345,29 @@ class ComparisonPool:
             for row in np.flatnonzero(block.rank[: block.size] >= 0):
                 where[block.case_ids[row]] = (name, int(row))
         self._codes, self._products, self._where = codes, products, where
-        self._ids = {case_id: named for case_id, named in ids.items() if case_id in where}
         self._mark, self._mark_hash = mark.seq, None
+
+    def _rejects(self, rejection: Entry, case_id: str) -> bool:
+        """Whether a person's rejection is of the decision the case's row holds: the one
+        it names (:func:`~credit.journal.naming.names_decision`), read back by its seq
+        when it is named by ``decisionId`` (rejections are few: a read each keeps the
+        pool from holding every decision's name)."""
+        where = self._where.get(case_id)
+        if where is None:
+            return False
+        product, row = where
+        seq = int(self._products[product].seq[row])
+        named: str | None = None
+        if decision_id_of(rejection.payload) is not None:
+            found = self._eq.store.entries(
+                case_id, kinds=list(DECISION_KINDS), after_seq=seq - 1, limit=1
+            )
+            if found and found[0].seq == seq:
+                named = decision_id_of(found[0].payload)
+        return names_decision(rejection.payload, seq, named) is not False
 
     def _drop(self, case_id: str) -> None:
         where = self._where.pop(case_id, None)
-        self._ids.pop(case_id, None)
         if where is not None:
             product, row = where
             self._products[product].drop(row)
@@ -398,9 +406,6 @@ class ComparisonPool:
             decision.product,
             block.append(case_id, entry.seq, rank, strength, groups),
         )
-        named = decision_id_of(entry.payload)
-        if named is not None:
-            self._ids[case_id] = named
 
     def _code(self, attribute: int, group: str) -> int:
         if group == NOT_PROVIDED:
