@@ -362,6 +362,7 @@ def _same_pool(one: ComparisonPool, other: ComparisonPool) -> None:
     """Two pools hold the same rows: the same decisions in the same order, with the
     same strengths, groups and ranks (dropped rows too), and the same codes."""
     assert one._mark == other._mark
+    assert one.changed == other.changed  # the last entry that took a row out
     assert one._where == other._where
     assert one._codes == other._codes
     assert one._products.keys() == other._products.keys()

@@ -1,8 +1,9 @@
 """The second line's reviews are done again from the journal alone (ADR-0002, step 4).
 
 Scenarios: every Backstop and Equipoise review of a run is done again alike; an
-Equipoise review is done again with the decisions it had read (up to the ``poolMark``
-its basis names), so a comparable rejected after the review still counts, as it did;
+Equipoise review is done again with the pool as it held it (the journal up to the later
+of its decision and the ``poolChanged`` its basis names), so a comparable rejected after
+the review still counts, as it did, and one rejected before it does not;
 a journaled review that does not say what the review says is found, field by field; a
 review journaled before the mark, or under another configuration, is reported as not
 replayable, never as the same.
@@ -21,7 +22,7 @@ from conftest import auto_case
 from credit.cli import app
 from credit.clock import FixedClock
 from credit.examples import generate_cases
-from credit.governance.equipoise import Equipoise
+from credit.governance.equipoise import ComparisonPool, Equipoise
 from credit.governance.keystone import Keystone
 from credit.governance.replay import replay_reviews
 from credit.journal import InMemoryStore, open_store
@@ -33,9 +34,8 @@ from test_casework import World
 TODAY = dt.datetime(2026, 12, 1, 9, 0, tzinfo=dt.UTC)
 
 
-def planted() -> InMemoryStore:
-    """A approved (White), B declined though its file is stronger (Asian), a third case
-    after them; reviewed as a batch. B's comparative review names A."""
+def disparity() -> InMemoryStore:
+    """A approved (White); B declined though its file is stronger (Asian)."""
     store = InMemoryStore()
     record(store, auto_case(case_id="A", score=650), monitor=monitoring(race="White"))
     record(
@@ -44,6 +44,13 @@ def planted() -> InMemoryStore:
         monitor=monitoring(race="Asian"),
         changes={"decision": "decline", "terms": None},
     )
+    return store
+
+
+def planted() -> InMemoryStore:
+    """A approved (White), B declined though its file is stronger (Asian), a third case
+    after them; reviewed as a batch. B's comparative review names A."""
+    store = disparity()
     record(store, auto_case(case_id="C", score=720), monitor=monitoring(race="White"))
     Keystone(store).review_pending()
     return store
@@ -64,7 +71,7 @@ def test_every_review_is_done_again_alike_the_comparative_finding_too() -> None:
     assert "equipoise.comparative_disparity" in [f["code"] for f in b.payload["findings"]]
     decided = store.decision_entry("B")
     assert decided is not None
-    assert b.payload["basis"]["poolMark"] == store.decision_entry("C").seq  # type: ignore[union-attr]
+    assert b.payload["basis"]["poolChanged"] == 0  # nothing had left the pool
     # recorded by hand without a name (as before decisions were named): named by seq
     assert b.payload["basis"]["decisionSeq"] == decided.seq
 
@@ -81,6 +88,25 @@ def test_a_comparable_rejected_after_the_review_still_counts_when_it_is_done_aga
     assert decided is not None
     now = Equipoise(store).review("B", entry=decided)
     assert "equipoise.comparative_disparity" not in [f.code for f in now.findings]
+
+
+def test_a_comparable_rejected_before_the_review_is_left_out_when_it_is_done_again() -> None:
+    store = disparity()
+    a = store.decision_entry("A")
+    assert a is not None
+    rejected = store.append("A", KEYSTONE_REJECTED, decision_ref(a.seq, a.payload))
+    Keystone(store).review_pending()  # B is reviewed after A was taken out
+    b = _review(store, "B", REVIEW_EQUIPOISE)
+    assert "equipoise.comparative_disparity" not in [f["code"] for f in b.payload["findings"]]
+    assert b.payload["basis"]["poolChanged"] == rejected.seq
+    (again,) = [r for r in replay_reviews(store, ["B"]) if r.reviewer == "equipoise"]
+    assert again.status == "same"
+    # The other side: a pool read only up to B's decision still holds A.
+    decided = store.decision_entry("B")
+    assert decided is not None
+    short = ComparisonPool(Equipoise(store), through=decided.seq)
+    redone = Equipoise(store).review("B", pool=short, entry=decided)
+    assert "equipoise.comparative_disparity" in [f.code for f in redone.findings]
 
 
 def test_a_journaled_review_that_says_otherwise_is_found_field_by_field() -> None:
@@ -105,14 +131,14 @@ def test_a_review_that_cannot_be_done_again_says_why_and_is_not_the_same(change:
     b = _review(store, "B", REVIEW_EQUIPOISE)
     basis = dict(b.payload["basis"])
     if change == "no mark":  # journaled before reviews named their pool's mark
-        del basis["poolMark"]
+        del basis["poolChanged"]
     else:
         basis["configSha256"] = "0" * 64
     store.append("B", REVIEW_EQUIPOISE, {**b.payload, "basis": basis})
     last = replay_reviews(store, ["B"])[-1]
     assert (last.status, last.ok) == ("not-replayable", True)
     assert last.why is not None
-    assert ("poolMark" in last.why) is (change == "no mark")
+    assert ("poolChanged" in last.why) is (change == "no mark")
 
 
 def test_credit_replay_does_every_review_again_and_names_a_difference(tmp_path: Path) -> None:

@@ -91,8 +91,9 @@ def replay_command(
 ) -> None:
     """Re-derive each recorded decision from the journaled case document and the policy
     it cites, alone, and compare bit for bit; then do each Backstop and Equipoise review
-    again on the decision it names (Equipoise with the decisions it had read, up to its
-    poolMark) and compare it with the one journaled (exit 1 naming the case and field)."""
+    again on the decision it names (Equipoise with its pool as it held it: its basis's
+    poolChanged) and compare it with the one journaled (exit 1 naming the case and
+    field)."""
     from credit.canonical import dumps
     from credit.governance.replay import ReviewReplay, replay_reviews
     from credit.journal.replay import replay_case

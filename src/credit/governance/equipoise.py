@@ -86,7 +86,8 @@ POOL_PAGE: Final = 1000  # journal entries the comparison pool reads at a time
 # keeps: bump POOL_FORMAT whenever what a row holds, or how it is derived from a file
 # (file_factors, _strength, the group codes), changes, so an older mark is not used.
 POOL_MARK: Final = "equipoise.pool"
-POOL_FORMAT: Final = 2  # 1: arrays as base64 of their bytes; 2: of their bytes deflated
+# 1: arrays as base64 of their bytes; 2: of their bytes deflated; 3: with ``changed``
+POOL_FORMAT: Final = 3
 _INTS: Final = "<i8"
 _FLOATS: Final = "<f8"
 
@@ -231,15 +232,16 @@ class ComparisonPool:
     applicant's groups. Read from the journal incrementally.
 
     ``through``: a pool that reads no entry after that seq (and starts from the journal,
-    not from a kept mark), to compare as a review did that read the journal that far
-    (its basis's ``poolMark``; :mod:`credit.governance.replay`). It may be raised
-    between refreshes, never lowered."""
+    not from a kept mark), to compare as a review did (up to the later of the decision
+    it reviewed and its basis's ``poolChanged``; :mod:`credit.governance.replay`). It
+    may be raised between refreshes, never lowered."""
 
     def __init__(self, equipoise: Equipoise, *, through: int | None = None) -> None:
         self._eq = equipoise
         self.through = through
         self._mark = 0
         self._mark_hash: str | None = None  # the hash of entry _mark, as read
+        self._changed = 0  # the seq of the last entry that took a row out (0: none yet)
         self._resumed = through is not None  # a bounded pool reads the journal itself
         self._products: dict[str, _Product] = {}
         self._where: dict[str, tuple[str, int]] = {}  # case -> (product, row) now in use
@@ -275,9 +277,9 @@ class ComparisonPool:
                     continue
                 if entry.kind == KEYSTONE_REJECTED:
                     if self._rejects(entry, case_id):
-                        self._drop(case_id)
+                        self._take_out(case_id, entry.seq)
                     continue
-                self._drop(case_id)
+                self._take_out(case_id, entry.seq)  # a case's later decision replaces it
                 decision = decided.get(entry.seq)
                 if decision is not None:
                     case, monitoring = files.get(case_id, (None, None))
@@ -289,6 +291,16 @@ class ComparisonPool:
     def mark(self) -> int:
         """The seq of the last decision or rejection the pool has read (0: none)."""
         return self._mark
+
+    @property
+    def changed(self) -> int:
+        """The seq of the last entry that took a decision out of the pool (a person's
+        rejection, or a case's later decision replacing its row; 0: none). A review
+        compares a decision with the rows recorded before it, so what it found depends
+        only on the entries up to that decision and up to this seq: a pool that reads
+        the journal up to the later of the two finds the same (and it does not depend
+        on how far this pool has read past them, nor on how a run grouped its work)."""
+        return self._changed
 
     def keep(self) -> bool:
         """Keep the pool as it stands (:data:`POOL_MARK`, :meth:`Store.put_mark`: sealed
@@ -315,6 +327,7 @@ class ComparisonPool:
                 "format": POOL_FORMAT,
                 "configSha256": config.sha256,
                 "codes": self._codes,
+                "changed": self._changed,
                 "products": {name: block.to_wire() for name, block in self._products.items()},
             },
         )
@@ -332,6 +345,7 @@ class ComparisonPool:
         factors, attributes = len(config.comparative_factors), len(config.comparative_attributes)
         try:
             codes = [{str(k): int(v) for k, v in c.items()} for c in mark.data["codes"]]
+            changed = int(mark.data["changed"])
             products = {
                 str(name): _Product.from_wire(wire, factors, attributes)
                 for name, wire in mark.data["products"].items()
@@ -346,6 +360,13 @@ class ComparisonPool:
                 where[block.case_ids[row]] = (name, int(row))
         self._codes, self._products, self._where = codes, products, where
         self._mark, self._mark_hash = mark.seq, None
+        self._changed = changed
+
+    def _take_out(self, case_id: str, seq: int) -> None:
+        """Take the case's row out (if it has one), by the entry at ``seq``."""
+        if case_id in self._where:
+            self._changed = seq
+            self._drop(case_id)
 
     def _rejects(self, rejection: Entry, case_id: str) -> bool:
         """Whether a person's rejection is of the decision the case's row holds: the one
@@ -532,9 +553,9 @@ class Equipoise:
         """Review one recorded decision (``entry``, default the underwriter's).
 
         The basis records, beside the configuration and terms, the decision (by its
-        ``decisionId``) and ``poolMark``: the seq of the last decision or rejection the
-        comparison pool had read, so the review can be done again from the journal
-        alone (:mod:`credit.governance.replay`). ``through``: read the case's guard
+        ``decisionId``) and ``poolChanged`` (:attr:`ComparisonPool.changed`), so the
+        review can be done again from the journal alone
+        (:mod:`credit.governance.replay`). ``through``: read the case's guard
         redactions up to that seq only (a review done again reads what it read)."""
         entry = entry or self.store.decision_entry(case_id)
         if entry is None:
@@ -566,7 +587,7 @@ class Equipoise:
             reviewer="equipoise",
             case_id=case_id,
             findings=tuple(findings),
-            basis=self._basis(**decision_ref(entry.seq, entry.payload), poolMark=pool.mark),
+            basis=self._basis(**decision_ref(entry.seq, entry.payload), poolChanged=pool.changed),
         )
 
     def _redacted_data(self, case_id: str, through: int | None = None) -> list[Finding]:

@@ -7,15 +7,17 @@ review it gives is compared with the one journaled: whether it passed, every fin
 
 - Backstop re-derives the decision from the journaled case document under the policy
   in force on the case's date: nothing it reads changes after the review.
-- Equipoise compares the decision with the decisions recorded before it. Its basis
-  names ``poolMark``, the seq of the last decision or rejection its comparison pool had
-  read, so the review is done again with a pool that reads the journal that far and no
-  further (:class:`~credit.governance.equipoise.ComparisonPool` ``through``), and the
-  case's guard redactions up to the review. The reviews of a batch are done again in
-  the order of their marks with one pool, raised from mark to mark, so replaying every
-  case reads the journal about once, as the run did. A review journaled before marks
-  were recorded, or under another configuration of the fair-lending review, cannot be
-  done again: it is reported as that, not as a difference.
+- Equipoise compares the decision with the decisions recorded before it, as the pool
+  held them. Its basis names ``poolChanged``, the seq of the last entry that had taken
+  a decision out of its comparison pool (a rejection, a case's later decision), so the
+  review is done again with a pool that reads the journal up to the later of that and
+  the decision, and no further (:class:`~credit.governance.equipoise.ComparisonPool`
+  ``through``), and the case's guard redactions up to the review. The reviews of a
+  batch are done again in the order of those bounds with one pool, raised from one to
+  the next, so replaying every case reads the journal about once, as the run did. A
+  review journaled before ``poolChanged`` was recorded, or under another configuration
+  of the fair-lending review, cannot be done again: it is reported as that, not as a
+  difference.
 
 ``credit replay`` replays the reviews of the cases it replays (``docs/journal.md``).
 """
@@ -117,7 +119,7 @@ def replay_reviews(
     backstop = Backstop(store, registry)
     equipoise = Equipoise(store, registry=registry)
     done: dict[int, ReviewReplay] = {}
-    marked: list[tuple[int, Entry, Entry]] = []  # (poolMark, review, decision)
+    marked: list[tuple[int, Entry, Entry]] = []  # (how far to read, review, decision)
     for case_id in dict.fromkeys(case_ids):
         entries = list(store.authenticate(store.entries(case_id)))
         for review in entries:
@@ -136,10 +138,10 @@ def replay_reviews(
                 )
                 continue
             basis = review.payload.get("basis") or {}
-            mark = basis.get("poolMark") if isinstance(basis, Mapping) else None
+            changed = basis.get("poolChanged") if isinstance(basis, Mapping) else None
             why = None
-            if type(mark) is not int:
-                why = "journaled before reviews named the comparison pool they read (poolMark)"
+            if type(changed) is not int:
+                why = "journaled before reviews named what their comparison pool held (poolChanged)"
             elif basis.get("configSha256") != equipoise.config.sha256:
                 why = (
                     f"reviewed under configuration {basis.get('config')}, not the one in use "
@@ -150,8 +152,8 @@ def replay_reviews(
                     case_id, review.seq, reviewer, "not-replayable", decided.seq, why=why
                 )
                 continue
-            assert isinstance(mark, int)  # checked above
-            marked.append((mark, review, decided))
+            assert isinstance(changed, int)  # checked above
+            marked.append((max(changed, decided.seq), review, decided))
     pool = ComparisonPool(equipoise, through=0)
     for mark, review, decided in sorted(marked, key=lambda m: (m[0], m[1].seq)):
         pool.through = mark
