@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conftest import POLICY, decide
+from conftest import POLICY, auto_case, decide
 from credit.journal import Store
 from credit.policy import Policy
 from credit.roles import Actor, Role
@@ -68,6 +68,18 @@ def record(
         payload["offer"] = {"payment": underwriting.counteroffer.payment}
     store.record_decision(case["caseId"], payload)
     return underwriting
+
+
+def plant_disparity(store: Store) -> None:
+    """A approved (White); B declined though its file is stronger (Asian): Equipoise's
+    comparative review of B names A."""
+    record(store, auto_case(case_id="A", score=650), monitor=monitoring(race="White"))
+    record(
+        store,
+        auto_case(case_id="B", score=700),
+        monitor=monitoring(race="Asian"),
+        changes={"decision": "decline", "terms": None},
+    )
 
 
 def kinds(store: Store, case_id: str) -> list[str]:

@@ -248,7 +248,7 @@ def test_a_decisions_name_is_its_content_and_its_place(
 ) -> None:
     one = named_decision("C-1", DECISION_RECORDED, payload, n)
     assert one["decisionId"] == decision_id("C-1", DECISION_RECORDED, one)  # not itself
-    assert decision_id_problem("C-1", DECISION_RECORDED, one) is None
+    assert decision_id_problem("C-1", DECISION_RECORDED, one, n) is None
     reordered = dict(reversed(list(one.items())))
     assert decision_id("C-1", DECISION_RECORDED, reordered) == one["decisionId"]
     other = named_decision("C-1", DECISION_RECORDED, payload, m)

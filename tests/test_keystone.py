@@ -11,7 +11,7 @@ from credit.governance.findings import KIND_EQUIPOISE, Review
 from credit.governance.keystone import GATE, Keystone
 from credit.journal import InMemoryStore
 from credit.roles import Actor, Role
-from governance_support import DANA, KIM, LEE, kinds, monitoring, record
+from governance_support import DANA, KIM, LEE, kinds, monitoring, plant_disparity, record
 
 
 @pytest.fixture
@@ -276,13 +276,7 @@ def test_the_gate_state_is_derived_from_the_journal_alone(store: InMemoryStore) 
 
 
 def test_a_comparative_disparity_holds_the_decision_for_a_person(store: InMemoryStore) -> None:
-    record(store, auto_case(case_id="A", score=650), monitor=monitoring(race="White"))
-    record(
-        store,
-        auto_case(case_id="B", score=700),
-        monitor=monitoring(race="Asian"),
-        changes={"decision": "decline", "terms": None},
-    )
+    plant_disparity(store)
     status = Keystone(store).review("B")
     assert status.state == "held"
     assert "equipoise.comparative_disparity" in [f.code for f in status.holding_findings]

@@ -28,7 +28,7 @@ from credit.governance.replay import replay_reviews
 from credit.journal import InMemoryStore, open_store
 from credit.journal.naming import decision_ref
 from credit.kinds import GUARD_REDACTED, KEYSTONE_REJECTED, REVIEW_BACKSTOP, REVIEW_EQUIPOISE
-from governance_support import monitoring, record
+from governance_support import monitoring, plant_disparity, record
 from test_casework import World
 
 TODAY = dt.datetime(2026, 12, 1, 9, 0, tzinfo=dt.UTC)
@@ -37,13 +37,7 @@ TODAY = dt.datetime(2026, 12, 1, 9, 0, tzinfo=dt.UTC)
 def disparity() -> InMemoryStore:
     """A approved (White); B declined though its file is stronger (Asian)."""
     store = InMemoryStore()
-    record(store, auto_case(case_id="A", score=650), monitor=monitoring(race="White"))
-    record(
-        store,
-        auto_case(case_id="B", score=700),
-        monitor=monitoring(race="Asian"),
-        changes={"decision": "decline", "terms": None},
-    )
+    plant_disparity(store)
     return store
 
 
@@ -174,3 +168,15 @@ def test_a_redaction_journaled_after_the_review_is_not_read_when_it_is_done_agai
     assert decided is not None
     now = Equipoise(store).review("B", entry=decided)  # the other side: all of them
     assert "equipoise.prohibited_basis_in_data" in [f.code for f in now.findings]
+
+
+def test_a_review_that_names_no_decision_is_done_again_on_the_latest_before_it() -> None:
+    """Written before decisions were named at all: about the only decision there was."""
+    store = planted()
+    b = _review(store, "B", REVIEW_EQUIPOISE)
+    bare = {k: v for k, v in b.payload.items() if k not in ("decisionId", "decisionSeq")}
+    store.append("B", REVIEW_EQUIPOISE, bare)
+    last = replay_reviews(store, ["B"])[-1]
+    decided = store.decision_entry("B")
+    assert decided is not None
+    assert (last.status, last.decision_seq) == ("same", decided.seq)

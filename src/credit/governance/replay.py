@@ -24,8 +24,9 @@ review it gives is compared with the one journaled: whether it passed, every fin
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal
 
 from credit.canonical import canonical_bytes
@@ -80,13 +81,10 @@ def _decision_of(review: Entry, entries: Sequence[Entry]) -> Entry | None:
     """The decision a review is about: the one it names, else (a review that names
     none, written before decisions were named at all) the latest before it."""
     before = [e for e in entries if e.kind in DECISION_KINDS and e.seq < review.seq]
-    for decided in reversed(before):
-        named = names_decision(review.payload, decided.seq, decision_id_of(decided.payload))
-        if named is True:
-            return decided
-        if named is None:
-            return before[-1]
-    return None
+    about = [names_decision(review.payload, d.seq, decision_id_of(d.payload)) for d in before]
+    if None in about:  # it names no decision: the answer is the same for each
+        return before[-1]
+    return next((d for d, named in zip(before, about, strict=True) if named), None)
 
 
 def _differences(
@@ -125,57 +123,55 @@ def replay_reviews(
         for review in entries:
             if review.kind not in (REVIEW_BACKSTOP, REVIEW_EQUIPOISE):
                 continue
-            reviewer = "backstop" if review.kind == REVIEW_BACKSTOP else "equipoise"
             decided = _decision_of(review, entries)
             if decided is None:
-                done[review.seq] = ReviewReplay(
-                    case_id, review.seq, reviewer, "not-replayable", why="no decision it names"
-                )
-                continue
-            if reviewer == "backstop":
-                done[review.seq] = _compared(
-                    review, decided, lambda d=decided, c=case_id: backstop.review(c, entry=d)
-                )
-                continue
-            basis = review.payload.get("basis") or {}
-            changed = basis.get("poolChanged") if isinstance(basis, Mapping) else None
-            why = None
-            if type(changed) is not int:
-                why = "journaled before reviews named what their comparison pool held (poolChanged)"
-            elif basis.get("configSha256") != equipoise.config.sha256:
-                why = (
-                    f"reviewed under configuration {basis.get('config')}, not the one in use "
-                    f"({equipoise.config.label})"
-                )
-            if why is not None:
-                done[review.seq] = ReviewReplay(
-                    case_id, review.seq, reviewer, "not-replayable", decided.seq, why=why
-                )
-                continue
-            assert isinstance(changed, int)  # checked above
-            marked.append((max(changed, decided.seq), review, decided))
+                done[review.seq] = _not_replayable(review, None, "no decision it names")
+            elif review.kind == REVIEW_BACKSTOP:
+                again = partial(backstop.review, case_id, entry=decided)
+                done[review.seq] = _compared(review, decided, again)
+            else:
+                basis = review.payload.get("basis")
+                basis = basis if isinstance(basis, Mapping) else {}
+                changed = basis.get("poolChanged")
+                if type(changed) is not int:
+                    why = "journaled before reviews named what their comparison pool held"
+                    done[review.seq] = _not_replayable(review, decided, f"{why} (poolChanged)")
+                elif basis.get("configSha256") != equipoise.config.sha256:
+                    why = (
+                        f"reviewed under configuration {basis.get('config')}, not the one in "
+                        f"use ({equipoise.config.label})"
+                    )
+                    done[review.seq] = _not_replayable(review, decided, why)
+                else:
+                    marked.append((max(changed, decided.seq), review, decided))
     pool = ComparisonPool(equipoise, through=0)
     for mark, review, decided in sorted(marked, key=lambda m: (m[0], m[1].seq)):
         pool.through = mark
-        done[review.seq] = _compared(
-            review,
-            decided,
-            lambda r=review, d=decided: equipoise.review(
-                str(r.case_id), pool=pool, entry=d, through=r.seq
-            ),
+        again = partial(
+            equipoise.review, str(review.case_id), pool=pool, entry=decided, through=review.seq
         )
+        done[review.seq] = _compared(review, decided, again)
     return [done[seq] for seq in sorted(done)]
 
 
-def _compared(review: Entry, decided: Entry, again: Any) -> ReviewReplay:
-    case_id = str(review.case_id)
-    reviewer = "backstop" if review.kind == REVIEW_BACKSTOP else "equipoise"
+def _reviewer(review: Entry) -> str:
+    return "backstop" if review.kind == REVIEW_BACKSTOP else "equipoise"
+
+
+def _not_replayable(review: Entry, decided: Entry | None, why: str) -> ReviewReplay:
+    seq = decided.seq if decided is not None else None
+    return ReviewReplay(
+        str(review.case_id), review.seq, _reviewer(review), "not-replayable", seq, why=why
+    )
+
+
+def _compared(review: Entry, decided: Entry, again: Callable[[], Review]) -> ReviewReplay:
     try:
-        replayed: Review = again()
+        replayed = again()
     except (CreditError, ValueError, KeyError, TypeError) as e:
-        return ReviewReplay(
-            case_id, review.seq, reviewer, "not-replayable", decided.seq, why=str(e)
-        )
+        return _not_replayable(review, decided, str(e))
     differences = _differences(review.payload, replayed)
     status: Status = "differs" if differences else "same"
-    return ReviewReplay(case_id, review.seq, reviewer, status, decided.seq, differences)
+    return ReviewReplay(
+        str(review.case_id), review.seq, _reviewer(review), status, decided.seq, differences
+    )

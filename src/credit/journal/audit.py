@@ -36,7 +36,7 @@ from credit.errors import JournalIntegrityError
 from credit.journal.checkpoint import Checkpoint, read_checkpoints, verify_checkpoint
 from credit.journal.keys import VerifierKey
 from credit.journal.merkle import EMPTY_ROOT, MerkleLog, leaf_hash
-from credit.journal.naming import DECISION_ID, DECISION_NUMBER, decision_id_problem
+from credit.journal.naming import decision_id_problem
 from credit.journal.signer import JournalKey
 from credit.kinds import DECISION_KINDS, DECISION_RECORDED, INTAKE_ACCEPTED
 
@@ -48,7 +48,6 @@ __all__ = [
     "SideRows",
     "Walk",
     "accepted_digest",
-    "decision_naming_problem",
     "decision_problem",
     "document_problem",
     "entry_leaf",
@@ -313,22 +312,6 @@ def load_checkpoints(
 # ---------------------------------------------------------------------- the walk
 
 
-def decision_naming_problem(
-    case_id: str, kind: str, payload: Mapping[str, Any], number: int
-) -> str | None:
-    """What is wrong with how a decision entry names itself, as the case's
-    ``number``-th decision (:mod:`credit.journal.naming`): a ``decisionId`` that is not
-    its content's, or a ``decisionNumber`` that is not its place. None for an entry
-    written before decisions were named (it has neither)."""
-    problem = decision_id_problem(case_id, kind, payload)
-    if problem is None and DECISION_ID in payload and payload.get(DECISION_NUMBER) != number:
-        problem = (
-            f"it says it is decision {payload.get(DECISION_NUMBER)} of its case, but it is "
-            f"decision {number}"
-        )
-    return problem
-
-
 class Walk:
     """The verify walk over a whole journal: feed it every entry in stored order
     (:meth:`entry`), then the side rows (:meth:`side`), then :meth:`report`."""
@@ -408,7 +391,7 @@ class Walk:
                 if kind == DECISION_RECORDED:
                     self._decisions[case_id].append(seq)
                 self._numbers[case_id] += 1
-                named = decision_naming_problem(case_id, kind, payload, self._numbers[case_id])
+                named = decision_id_problem(case_id, kind, payload, self._numbers[case_id])
                 if named is not None:
                     self.findings.append(Finding("decision-id", named, seq=seq, case_id=case_id))
 

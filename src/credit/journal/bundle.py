@@ -36,7 +36,6 @@ from credit.errors import CreditError, InputError, JournalIntegrityError
 from credit.journal.audit import (
     KeptCheckpoint,
     accepted_digest,
-    decision_naming_problem,
     document_problem,
     entry_leaf,
 )
@@ -44,6 +43,7 @@ from credit.journal.base import Entry, Store, entry_hash
 from credit.journal.checkpoint import verify_checkpoint
 from credit.journal.keys import VerifierKey, load_verifier
 from credit.journal.merkle import verify_inclusion
+from credit.journal.naming import decision_id_problem
 from credit.journal.tree import inclusion, root_b64
 from credit.kinds import DECISION_KINDS, INTAKE_ACCEPTED, NOTICE_SENT, NOTICE_VERIFIED
 from credit.notices.outbox import Outbox, notice_file_problem
@@ -229,7 +229,7 @@ def verify_bundle(path: Path) -> tuple[list[str], dict[str, Any]]:
             problems.append(f"case.json: {problem}")
     decisions = [e for e in entries if e.kind in DECISION_KINDS]
     for number, decided in enumerate(decisions, start=1):  # each named by its content
-        problem = decision_naming_problem(case_id, decided.kind, decided.payload, number)
+        problem = decision_id_problem(case_id, decided.kind, decided.payload, number)
         if problem is not None:
             problems.append(f"entry {decided.seq}: {problem}")
     if "decision.json" in files:

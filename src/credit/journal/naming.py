@@ -22,8 +22,8 @@ decision recorded without ``decisionId`` is still named that way by what is writ
 about it now (:func:`decision_ref`). :func:`names_decision` reads both forms, and is the
 one place that decides whether a payload is about a given decision (the lifecycle fold,
 the fair-lending and comparative reviews' pools and ``credit why`` all ask it).
-``credit journal verify`` recomputes every ``decisionId`` from its entry
-(:func:`decision_id_problem`).
+``credit journal verify`` and ``credit verify-bundle`` recompute every ``decisionId``
+from its entry and count each ``decisionNumber`` (:func:`decision_id_problem`).
 """
 
 from __future__ import annotations
@@ -101,16 +101,20 @@ def names_decision(payload: Mapping[str, Any], seq: int, decision: str | None) -
     return None
 
 
-def decision_id_problem(case_id: str | None, kind: str, payload: Mapping[str, Any]) -> str | None:
-    """What is wrong with a decision entry's ``decisionId`` (None: nothing, or it has
-    none, as entries written before it do not)."""
+def decision_id_problem(
+    case_id: str | None, kind: str, payload: Mapping[str, Any], number: int
+) -> str | None:
+    """What is wrong with how a decision entry names itself, as the case's
+    ``number``-th decision: a ``decisionId`` that is not its content's, or a
+    ``decisionNumber`` that is not its place (None: nothing, or it names itself not at
+    all, as entries written before do not)."""
     if DECISION_ID not in payload:
         return None
     stated = payload[DECISION_ID]
     if not isinstance(stated, str):
         return f"its decisionId is not a string ({type(stated).__name__})"
-    number = payload.get(DECISION_NUMBER)
-    if type(number) is not int or number < 1:
+    stated_number = payload.get(DECISION_NUMBER)
+    if type(stated_number) is not int or stated_number < 1:
         return f"it names itself ({stated[:12]}...) without a decisionNumber from 1"
     derived = decision_id(case_id, kind, payload)
     if stated != derived:
@@ -118,4 +122,6 @@ def decision_id_problem(case_id: str | None, kind: str, payload: Mapping[str, An
             f"its decisionId {stated[:12]}... is not the SHA-256 of its case, kind and "
             f"payload ({derived[:12]}...)"
         )
+    if stated_number != number:
+        return f"it says it is decision {stated_number} of its case, but it is decision {number}"
     return None
