@@ -62,6 +62,7 @@ __all__ = [
     "Clock",
     "DecisionAlreadyRecordedError",
     "Entry",
+    "GroupConflictError",
     "InMemoryStore",
     "JournalError",
     "Mark",
@@ -93,6 +94,23 @@ class JournalError(CreditError, RuntimeError):
 
 class DecisionAlreadyRecordedError(JournalError):
     """record_decision was called for a case that already has its decision."""
+
+
+class GroupConflictError(JournalError):
+    """A deferred group commit (``group_commit(..., deferred=True)``) found, when it
+    came to commit, that another writer had appended to a case it wrote since it read
+    that case. Nothing of the group was written: do its work again (the reads then see
+    the other writer's entries). ``case_ids``: the cases that moved."""
+
+    def __init__(self, case_ids: Sequence[str]) -> None:
+        self.case_ids = tuple(case_ids)
+        named = ", ".join(self.case_ids[:5]) + (" ..." if len(self.case_ids) > 5 else "")
+        super().__init__(
+            f"another writer appended to {len(self.case_ids)} case(s) this group wrote "
+            f"({named}) after the group read them; nothing of the group was written: "
+            "do its work again",
+            case_id=self.case_ids[0] if len(self.case_ids) == 1 else None,
+        )
 
 
 class StaleCaseError(JournalError):
@@ -447,6 +465,17 @@ class Store(Protocol):
         """The writer's key: it MACs every entry and seals every vault row."""
         ...
 
+    @property
+    def shared(self) -> bool:
+        """Whether other processes can open this journal and write to it beside this
+        store (a SQLite file, PostgreSQL; not a journal in memory)."""
+        ...
+
+    def close(self) -> None:
+        """Close the store's connections (it opens them again if used again): before
+        a process forks, so that no connection is shared with a child."""
+        ...
+
     def authenticate(self, entries: Sequence[Entry]) -> Sequence[Entry]:
         """The entries if each one's hash and MAC verify (:func:`authenticate`), else
         JournalIntegrityError naming the first that does not."""
@@ -486,11 +515,15 @@ class Store(Protocol):
         """The verify walk over the whole journal and its side rows."""
         ...
 
-    def group_commit(self, case_ids: Iterable[str] = ()) -> AbstractContextManager[None]:
+    def group_commit(
+        self, case_ids: Iterable[str] = (), *, deferred: bool = False
+    ) -> AbstractContextManager[None]:
         """Everything written in the block lands in one transaction and one durable
         commit; nothing of it is kept if the block raises (see
         :meth:`credit.journal.sql.SqlStore.group_commit`). ``case_ids``: the cases the
-        block works on, read up front."""
+        block works on, read up front. ``deferred``: the block works without the
+        journal's write lock, its entries sequenced when it commits
+        (:class:`GroupConflictError` if another writer moved a case it wrote)."""
         ...
 
 
@@ -528,6 +561,13 @@ class InMemoryStore:
     @property
     def key(self) -> JournalKey:
         return self._key
+
+    @property
+    def shared(self) -> bool:
+        return False  # it lives in this process
+
+    def close(self) -> None:
+        """Nothing to close: the journal is this object."""
 
     def _append_locked(self, case_id: str | None, kind: str, payload: Mapping[str, Any]) -> Entry:
         prev = self._entries[-1].hash if self._entries else GENESIS_HASH
@@ -770,7 +810,10 @@ class InMemoryStore:
             return dropped
 
     @contextlib.contextmanager
-    def group_commit(self, case_ids: Iterable[str] = ()) -> Iterator[None]:
+    def group_commit(
+        self, case_ids: Iterable[str] = (), *, deferred: bool = False
+    ) -> Iterator[None]:
         """In memory every write is at once and nothing outlives the store, so a group
-        is the block itself (what it wrote stays if it raises)."""
+        is the block itself (what it wrote stays if it raises), deferred or not: no
+        other process writes to it."""
         yield

@@ -95,6 +95,7 @@ from credit.journal.base import (
     Clock,
     DecisionAlreadyRecordedError,
     Entry,
+    GroupConflictError,
     JournalError,
     Mark,
     Store,
@@ -138,6 +139,10 @@ VERIFY_PAGE: Final = 1000
 # journal's head has not moved since (no one else has appended). A bound, not a cache
 # of the journal.
 CARRIED_VIEWS: Final = 512
+# How many of the entries its groups committed last a store hands on with them: a
+# reader across cases caught up with them (the comparison pool, between one group's
+# reviews and the next's) reads them from memory. Most are the carried views' own.
+CARRIED_ENTRIES: Final = 8192
 
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 _WRITE: Final = "credit_journal_write"
@@ -248,6 +253,11 @@ class _Statements:
         self.vault_row_exists = select(m.case_id).where(m.case_id == _CASE)
         self.case_exists = select(c.case_id).where(c.case_id == _CASE)
         self.max_position = select(func.max(c.position))
+        self.moved_cases = (
+            select(e.case_id, func.max(e.seq))
+            .where(e.seq > _AFTER, e.case_id.in_(_IDS))
+            .group_by(e.case_id)
+        )
         self.decision_seq = select(d.seq).where(d.case_id == _CASE)
         self.insert_entries = entries.insert()
         self.insert_decisions = decisions.insert()
@@ -434,15 +444,22 @@ class _CaseView:
     document_text: str | None = None  # the document as stored (canonical JSON)
     accepted: Mapping[str, Any] | None = None
     document_checked: bool = False  # the document matched its intake.accepted digest
+    committed_seq: int = 0  # the seq of its last committed entry when read (0: none)
 
 
 @dataclass(slots=True)
 class _Group:
-    """An open group commit: one write transaction, the journal's write lock held from
-    its start, its rows kept in memory and written together when it ends."""
+    """An open group commit: its rows kept in memory and written together when it
+    ends, in one write transaction. A locked group holds that transaction, and the
+    journal's write lock, from its start (``conn``); a deferred one (``conn`` None)
+    reads committed rows as it goes and takes the lock only to commit
+    (:meth:`SqlStore._commit_deferred`)."""
 
-    conn: Connection
+    conn: Connection | None
     thread: int
+    deferred: bool = False
+    opened: tuple[int, str] = (0, GENESIS_HASH)  # the head when a deferred group opened
+    written: set[str] = field(default_factory=set)  # the cases a deferred group wrote
     head: tuple[int, str] | None = None  # (seq, hash) of the last entry, None: read it
     log: MerkleLog | None = None  # the tree at the head, None: read it
     rows: list[dict[str, Any]] = field(default_factory=list)
@@ -456,6 +473,27 @@ class _Group:
     added: list[Entry] = field(default_factory=list)  # every entry the group appended
     added_by_kind: dict[str, list[Entry]] = field(default_factory=dict)  # the same, by kind
     complete: bool = True  # False once the SQL path has appended inside the group
+    # The journal's last committed entries as this store's groups wrote them: every
+    # entry with a seq after ``tail_from`` up to ``start``, in order (_Carried).
+    tail: list[Entry] = field(default_factory=list)
+    tail_from: int = 0
+    # A deferred group's reads across cases, by kinds: (after, the entries found).
+    across: dict[tuple[str, ...] | None, tuple[int, list[Entry]]] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Carried:
+    """What a committed group hands on to the next (:meth:`SqlStore.group_commit`),
+    used only if the journal's head is still ``head``: its case views and vault rows,
+    and the entries the store's groups committed last (every entry after
+    ``tail_from`` up to ``head``), so that a reader across cases caught up with them
+    (the comparison pool) reads them from here."""
+
+    head: int
+    views: dict[str, _CaseView]
+    monitoring: dict[str, Mapping[str, Any] | None]
+    tail: list[Entry]
+    tail_from: int
 
 
 def _seq_of(entry: Entry) -> int:
@@ -490,7 +528,7 @@ class SqlStore:
         self._group: _Group | None = None  # the open group commit (group_commit)
         # The case views the last group commit left, with the journal's head after it:
         # the next group starts from them if no one has appended since (CARRIED_VIEWS).
-        self._carried: tuple[int, dict[str, _CaseView]] | None = None
+        self._carried: _Carried | None = None
         self.url = parsed.render_as_string(hide_password=True)
         self._clock = clock or clock_from_env()
         self._postgres = parsed.get_backend_name() == "postgresql"
@@ -568,6 +606,11 @@ class SqlStore:
         return self._key
 
     @property
+    def shared(self) -> bool:
+        """A SQLite file or PostgreSQL: other processes open it too (not in memory)."""
+        return self._sqlite_file is not None or self._postgres
+
+    @property
     def dialect(self) -> str:
         """``sqlite`` or ``postgresql``."""
         return "postgresql" if self._postgres else "sqlite"
@@ -595,12 +638,25 @@ class SqlStore:
     @contextlib.contextmanager
     def _read(self) -> Iterator[Connection]:
         group = self._joined()
-        if group is not None:  # inside a group commit: its transaction, its rows written
+        if group is not None and group.conn is not None:
+            # inside a locked group: its transaction, its rows written into it first
             with self._failures():
                 self._materialise(group)
                 yield group.conn
             return
+        # A deferred group's own rows are not in the database until it commits: a read
+        # the group's views do not answer sees what is committed.
         with self._failures(), self._mutex, self._engine.connect() as conn:
+            yield conn
+
+    @contextlib.contextmanager
+    def _group_reader(self, group: _Group) -> Iterator[Connection]:
+        """The connection a group reads committed rows on: a locked group's own, a
+        deferred group's a pooled one for this read."""
+        if group.conn is not None:
+            yield group.conn
+            return
+        with self._engine.connect() as conn:
             yield conn
 
     def _writers(self) -> contextlib.AbstractContextManager[Any]:
@@ -618,7 +674,12 @@ class SqlStore:
     def _write(self) -> Iterator[Connection]:
         """One write transaction holding the journal's write lock from its start."""
         group = self._joined()
-        if group is not None:
+        if group is not None and group.conn is None:
+            raise JournalError(
+                "a deferred group commit writes its entries and rows only (they are "
+                "sequenced when it commits); write this after it commits"
+            )
+        if group is not None and group.conn is not None:
             with self._failures():
                 self._materialise(group)
                 yield group.conn
@@ -659,7 +720,9 @@ class SqlStore:
     # ------------------------------------------------------------------ group commit
 
     @contextlib.contextmanager
-    def group_commit(self, case_ids: Iterable[str] = ()) -> Iterator[None]:
+    def group_commit(
+        self, case_ids: Iterable[str] = (), *, deferred: bool = False
+    ) -> Iterator[None]:
         """Group commit: everything this thread writes until the block ends lands in
         one transaction, the journal's write lock held from its start, written
         together and made durable by one commit (one ``fsync`` on SQLite with
@@ -679,9 +742,19 @@ class SqlStore:
         group that raises, or whose rows went around its views, hands nothing on. A row
         changed in the database meanwhile is not read again here; the chain's
         verification (which ends every run) finds it.
+
+        ``deferred``: the block does its work without the write lock, so other writers
+        (another worker of a run, the service) go on meanwhile
+        (:meth:`_deferred_group`). A group opened inside a group joins it as it is.
+        On an in-memory database (one connection, one process) a group is always
+        locked.
         """
         if self._joined() is not None:
             yield
+            return
+        if deferred and self.shared:
+            with self._deferred_group(case_ids):
+                yield
             return
         with self._failures(), self._writers(), self._engine.connect() as conn:
             conn.execution_options(**{_WRITE: True})
@@ -690,9 +763,7 @@ class SqlStore:
                     conn.execute(self._advisory_lock)
                 group = _Group(conn=conn, thread=threading.get_ident())
                 group.start = self._head_seq(conn)
-                carried, self._carried = self._carried, None
-                if carried is not None and carried[0] == group.start:
-                    group.cases = carried[1]  # no entry since: the views are the journal's
+                self._take_carried(group, conn)
                 self._group = group
                 try:
                     self._load_cases(group, case_ids)
@@ -704,28 +775,221 @@ class SqlStore:
             if log is not None:  # committed: the tree the group grew is the journal's
                 self._keep_log(log)
                 self._committed.size = log.size
-            if group.complete:  # every row it wrote went through its views
-                views = group.cases
-                while len(views) > CARRIED_VIEWS:  # the oldest go first
-                    del views[next(iter(views))]
-                self._carried = (group.head[0] if group.head else group.start, views)
+            self._carry(group)
+
+    @contextlib.contextmanager
+    def _deferred_group(self, case_ids: Iterable[str]) -> Iterator[None]:
+        """A group commit whose work runs without the journal's write lock
+        (ADR-0002). Its reads are of committed rows (each case read once, as a
+        locked group reads them) and of its own rows, kept in memory; each entry it
+        appends is hashed and MACed at the place it would take if the journal's head
+        stayed where the group found it. At the end :meth:`_commit_deferred` takes the
+        lock, checks that no one appended to a case the group wrote since the group
+        read it (else :class:`GroupConflictError`, nothing written), gives the
+        entries their places after the head as it is then (hashed again if it moved)
+        and commits once, durably.
+
+        What no payload may do in such a group: name another of its entries by seq or
+        hash (decisions are named by content, :mod:`credit.journal.naming`), as those
+        are final only at the commit."""
+        with self._failures(), self._engine.connect() as conn:
+            head = conn.execute(self._q.head).first()
+            opened = (head.seq, head.hash) if head else (0, GENESIS_HASH)
+            group = _Group(
+                conn=None,
+                thread=threading.get_ident(),
+                deferred=True,
+                opened=opened,
+                head=opened,
+                start=opened[0],
+            )
+            self._take_carried(group, conn)
+        self._group = group
+        try:
+            with self._failures():
+                self._load_cases(group, case_ids)
+            yield
+        finally:
+            self._group = None
+        places = self._commit_deferred(group)
+        if places:  # the views hold the entries as committed, at their places
+            self._replace(group, places)
+        self._carry(group)
+
+    def _commit_deferred(self, group: _Group) -> dict[int, dict[str, Any]]:
+        """Commit a deferred group's rows under the write lock, after the head as it
+        is now. Returns the rows of the entries that had to be given other places
+        (another writer committed after the group opened), by the seq each had in
+        the group. GroupConflictError, with nothing written, if one of those writers
+        appended to a case the group wrote."""
+        rows = group.rows
+        places: dict[int, dict[str, Any]] = {}
+        if not (rows or group.case_rows or group.monitoring_rows):
+            return places  # nothing to write: no lock, no commit
+        with self._failures(), self._writers(), self._engine.connect() as conn:
+            conn.execution_options(**{_WRITE: True})
+            with conn.begin():
+                if self._postgres:
+                    conn.execute(self._advisory_lock)
+                head = conn.execute(self._q.head).first()
+                at = (head.seq, head.hash) if head else (0, GENESIS_HASH)
+                if at != group.opened:
+                    self._check_unmoved(conn, group)
+                    places = self._renumber(group, at)
+                log = self._grown(conn, at[0])
+                for row in rows:
+                    log.append(bytes.fromhex(row["leaf_hash"]))
+                if group.case_rows:
+                    position = int(conn.execute(self._q.max_position).scalar_one() or 0)
+                    for offset, case_row in enumerate(group.case_rows, 1):
+                        case_row["position"] = position + offset
+                try:
+                    self._materialise(group, conn)
+                except IntegrityError as e:  # a case's row another writer put meanwhile
+                    raise GroupConflictError(sorted(group.written)) from e
+        if rows:
+            self._keep_log(log)
+            self._committed.size = log.size
+        return places
+
+    def _check_unmoved(self, conn: Connection, group: _Group) -> None:
+        """GroupConflictError if another writer appended, after the group opened, to a
+        case the group wrote, past what the group read of that case."""
+        written = sorted(group.written)
+        moved: list[str] = []
+        for start in range(0, len(written), VERIFY_PAGE):
+            page = written[start : start + VERIFY_PAGE]
+            for case_id, last in conn.execute(
+                self._q.moved_cases, {"after": group.start, "ids": page}
+            ):
+                view = group.cases.get(case_id)
+                if view is None or int(last) > view.committed_seq:
+                    moved.append(case_id)
+        if moved:
+            raise GroupConflictError(moved)
+
+    def _renumber(self, group: _Group, at: tuple[int, str]) -> dict[int, dict[str, Any]]:
+        """Give the group's entries their places after ``at`` (the head's seq and
+        hash), each hashed, MACed and leafed again: its payload, its time and its
+        order in the group are what they were. The rows, by the seq each had."""
+        key = self.key
+        seq, prev = at
+        places: dict[int, dict[str, Any]] = {}
+        for row in group.rows:
+            seq += 1
+            case_id, kind, text, at_time = (
+                row["case_id"],
+                row["kind"],
+                row["payload"],
+                row["recorded_at"],
+            )
+            digest = hashlib.sha256(
+                prev.encode("ascii") + framed(seq, case_id, kind, text, prev, at_time)
+            ).hexdigest()
+            leaf = leaf_hash(framed(seq, case_id, kind, text, prev, at_time, digest))
+            places[row["seq"]] = row
+            row.update(
+                seq=seq, prev_hash=prev, hash=digest, mac=key.mac(digest), leaf_hash=leaf.hex()
+            )
+            prev = digest
+        for decision_row in group.decision_rows:
+            decision_row["seq"] = places[decision_row["seq"]]["seq"]
+        return places
+
+    def _replace(self, group: _Group, places: dict[int, dict[str, Any]]) -> None:
+        """After a commit that gave the group's entries other places: each of its
+        entries in its views, and the list of what it added, as committed."""
+        final: dict[int, Entry] = {}
+        for entry in group.added:
+            row = places[entry.seq]
+            final[entry.seq] = entry.model_copy(
+                update={
+                    "seq": row["seq"],
+                    "prev_hash": row["prev_hash"],
+                    "hash": row["hash"],
+                    "mac": row["mac"],
+                }
+            )
+        group.added = [final[e.seq] for e in group.added]
+        last = group.added[-1]
+        group.head = (last.seq, last.hash)
+        # another writer's entries lie between what the group read and its own
+        group.tail, group.tail_from = [], group.added[0].seq - 1
+        for case_id in group.written:
+            view = group.cases.get(case_id)
+            if view is None:
+                continue
+            view.entries = [final.get(e.seq, e) if e.seq > group.start else e for e in view.entries]
+            if view.decision_row is not None and view.decision_row > group.start:
+                view.decision_row = final[view.decision_row].seq
+
+    def _take_carried(self, group: _Group, conn: Connection) -> None:
+        """Start a group from what the last one handed on: its views of the cases no
+        one has appended to since (each then the journal's; one read finds those
+        another writer moved, when the head moved at all), and its entries if no one
+        has appended anything since."""
+        carried, self._carried = self._carried, None
+        group.tail_from = group.start
+        if carried is None or carried.head > group.start:
+            return
+        views = carried.views
+        if carried.head < group.start:  # another writer committed meanwhile
+            ids = list(views)
+            for start in range(0, len(ids), VERIFY_PAGE):
+                page = ids[start : start + VERIFY_PAGE]
+                for case_id, _ in conn.execute(
+                    self._q.moved_cases, {"after": carried.head, "ids": page}
+                ):
+                    del views[case_id]
+        group.cases = views
+        group.monitoring = {
+            name: data for name, data in carried.monitoring.items() if vault_case(name) in views
+        }
+        if carried.head == group.start:
+            group.tail, group.tail_from = carried.tail, carried.tail_from
+
+    def _carry(self, group: _Group) -> None:
+        """Hand a committed group's case views on to the next group (see
+        :meth:`group_commit`), if every row it wrote went through them."""
+        if not group.complete:
+            return
+        views = group.cases
+        while len(views) > CARRIED_VIEWS:  # the oldest go first
+            del views[next(iter(views))]
+        for view in views.values():
+            view.committed_seq = view.entries[-1].seq if view.entries else 0
+        monitoring = {
+            name: data for name, data in group.monitoring.items() if vault_case(name) in views
+        }
+        tail, tail_from = group.tail + group.added, group.tail_from
+        if len(tail) > CARRIED_ENTRIES:  # the oldest go first
+            tail_from = tail[-CARRIED_ENTRIES - 1].seq
+            tail = tail[-CARRIED_ENTRIES:]
+        head = group.head[0] if group.head else group.start
+        self._carried = _Carried(head, views, monitoring, tail, tail_from)
 
     def _load_cases(self, group: _Group, case_ids: Iterable[str]) -> None:
         """Read the committed rows of cases the group has not seen yet, in pages."""
         wanted = [c for c in dict.fromkeys(case_ids) if c not in group.cases]
+        if wanted:
+            with self._group_reader(group) as conn:
+                self._load_pages(group, conn, wanted)
+
+    def _load_pages(self, group: _Group, conn: Connection, wanted: list[str]) -> None:
         key, q = self.key, self._q
         for start in range(0, len(wanted), VERIFY_PAGE):
             page = wanted[start : start + VERIFY_PAGE]
             views = {case_id: _CaseView() for case_id in page}
-            for row in group.conn.execute(q.entries_of_cases, {"ids": page}):
+            for row in conn.execute(q.entries_of_cases, {"ids": page}):
                 view = views[row.case_id]
                 entry = self._checked(row, key)
                 view.entries.append(entry)
+                view.committed_seq = entry.seq
                 if view.accepted is None and entry.kind == INTAKE_ACCEPTED:
                     view.accepted = entry.payload
-            for row in group.conn.execute(q.decisions_of_cases, {"ids": page}):
+            for row in conn.execute(q.decisions_of_cases, {"ids": page}):
                 views[row.case_id].decision_row = row.seq
-            for row in group.conn.execute(q.cases_of, {"ids": page}):
+            for row in conn.execute(q.cases_of, {"ids": page}):
                 document = dict(loads(row.document))
                 view = views[row.case_id]
                 digest = accepted_digest(view.accepted or {})
@@ -737,7 +1001,7 @@ class SqlStore:
             # Their vault rows too (a case's own; a ``<caseId>#...`` row is read when
             # asked for): the group holds the write lock, so a row not here now is
             # not in the journal until the group writes it.
-            for row in group.conn.execute(q.monitoring_of, {"ids": page}):
+            for row in conn.execute(q.monitoring_of, {"ids": page}):
                 group.monitoring.setdefault(row.case_id, dict(loads(row.data)))
             for case_id in page:
                 group.monitoring.setdefault(case_id, None)
@@ -750,9 +1014,11 @@ class SqlStore:
             self._load_cases(group, [case_id])
         return group.cases[case_id]
 
-    def _materialise(self, group: _Group) -> None:
-        """Write the group's rows so far into its transaction (not yet committed)."""
-        conn = group.conn
+    def _materialise(self, group: _Group, conn: Connection | None = None) -> None:
+        """Write the group's rows so far into its transaction (not yet committed):
+        a locked group's own, or ``conn``, a deferred group's at its commit."""
+        conn = conn if conn is not None else group.conn
+        assert conn is not None, "a deferred group's rows are written at its commit"
         if group.rows:
             conn.execute(self._q.insert_entries, group.rows)
             group.rows = []
@@ -773,17 +1039,23 @@ class SqlStore:
         text = dumps(normal, sort_keys=True)
         view = None if case_id is None else self._view(group, case_id)
         conn = group.conn
-        if group.head is None:
+        if conn is None:  # deferred: its place if the head stays (_commit_deferred)
+            assert group.head is not None
+            if case_id is not None:
+                group.written.add(case_id)
+        elif group.head is None:
             head = conn.execute(self._q.head).first()
             group.head = (head.seq, head.hash) if head else (0, GENESIS_HASH)
-        if group.log is None:
+        if conn is not None and group.log is None:
             group.log = self._grown(conn, group.head[0])
+        assert group.head is not None
         seq, prev = group.head[0] + 1, group.head[1]
         entry = make_entry(
             seq, case_id, kind, normal, prev, self._clock.now().isoformat(), self.key, text
         )
         leaf = leaf_hash(framed(seq, case_id, kind, text, prev, entry.recorded_at, entry.hash))
-        group.log.append(leaf)
+        if group.log is not None:
+            group.log.append(leaf)
         group.head = (seq, entry.hash)
         group.rows.append(
             {
@@ -1126,6 +1398,17 @@ class SqlStore:
                     ],
                     limit,
                 )
+        if group is not None and group.complete and group.tail_from <= after_seq < group.start:
+            # what the store's last groups committed, as they wrote it, and then a
+            # locked group's own rows (a deferred group's are not yet committed)
+            tail = group.tail[bisect.bisect_right(group.tail, after_seq, key=_seq_of) :]
+            if kinds is not None:
+                tail = [e for e in tail if e.kind in kinds]
+            if group.conn is not None:
+                tail += self.entries(None, kinds, group.start)
+            return _cut(tail, limit)
+        if group is not None and group.conn is None:
+            return self._deferred_across(group, kinds, after_seq, limit)
         if group is not None and group.complete and after_seq >= group.start:
             # only entries the group itself appended (an incremental reader caught up),
             # in seq order: those after ``after_seq`` are a tail of the list (of each
@@ -1143,6 +1426,27 @@ class SqlStore:
                 return _cut(tails[0], limit)
             return _cut(sorted((e for tail in tails for e in tail), key=_seq_of), limit)
         return self._entries_page(case_id, kinds, after_seq, limit)
+
+    def _deferred_across(
+        self, group: _Group, kinds: Sequence[str] | None, after_seq: int, limit: int | None
+    ) -> list[Entry]:
+        """A deferred group's read across cases of what is committed (its own rows
+        are not yet): nothing committed after the head it opened on (another
+        writer's, read by the next group), and of what came before it, each kind's
+        entries read once and then served from memory. An entry committed after a
+        read has a seq above every entry that read found, so a reader that goes on
+        from the last it was given misses nothing."""
+        if after_seq >= group.start:
+            return []
+        key = None if kinds is None else tuple(sorted(set(kinds)))
+        cached = group.across.get(key)
+        if cached is not None and after_seq >= cached[0]:
+            found = cached[1]
+            return _cut(found[bisect.bisect_right(found, after_seq, key=_seq_of) :], limit)
+        found = self._entries_page(None, kinds, after_seq, limit)
+        if limit is None or len(found) < limit:  # all there was: a later read is a tail
+            group.across[key] = (after_seq, found)
+        return found
 
     def _entries_page(
         self,
@@ -1274,7 +1578,10 @@ class SqlStore:
                 view = self._view(group, case_id)
                 if view.document is not None:
                     return False
-                if group.position is None:
+                if group.conn is None:  # deferred: placed at the commit
+                    group.position = 0 if group.position is None else group.position
+                    group.written.add(case_id)
+                elif group.position is None:
                     last = group.conn.execute(self._q.max_position)
                     group.position = int(last.scalar_one() or 0)
                 group.position += 1
@@ -1333,6 +1640,7 @@ class SqlStore:
                     return False
                 group.monitoring[case_id] = dict(loads(text))
                 group.monitoring_rows.append({"case_id": case_id, "data": text})
+                group.written.add(vault_case(case_id))
                 return True
         with self._write() as conn:
             exists = conn.execute(self._q.vault_row_exists, {"case_id": case_id}).first()
@@ -1363,7 +1671,8 @@ class SqlStore:
 
     def _group_monitoring(self, group: _Group, name: str) -> Mapping[str, Any] | None:
         if name not in group.monitoring:
-            text = group.conn.execute(self._q.vault_data, {"case_id": name}).scalar_one_or_none()
+            with self._group_reader(group) as conn:
+                text = conn.execute(self._q.vault_data, {"case_id": name}).scalar_one_or_none()
             group.monitoring[name] = None if text is None else dict(loads(text))
         found = group.monitoring[name]
         return None if found is None else dict(found)
@@ -1382,9 +1691,16 @@ class SqlStore:
         make two each per case; each document and row checked as they check it. In a
         group, the group's own views answer (what it wrote is not committed)."""
         wanted = list(dict.fromkeys(case_ids))
-        if self._joined() is not None:
-            return {c: CaseFile(self.get_case(c), self.get_monitoring(c)) for c in wanted}
+        group = self._joined()
         out: dict[str, CaseFile] = {}
+        if group is not None:
+            # A deferred group's views answer for the cases it has read (its own rows
+            # among them); the others are read as committed.
+            mine = [c for c in wanted if group.conn is not None or c in group.cases]
+            out = {c: CaseFile(self.get_case(c), self.get_monitoring(c)) for c in mine}
+            if len(out) == len(wanted):
+                return out
+            wanted = [c for c in wanted if c not in out]
         q = self._q
         for start in range(0, len(wanted), VERIFY_PAGE):
             page = wanted[start : start + VERIFY_PAGE]
