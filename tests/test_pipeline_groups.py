@@ -166,9 +166,9 @@ def counted_commits(store: Store, monkeypatch: pytest.MonkeyPatch) -> list[int]:
     real = store.group_commit
 
     @contextmanager
-    def counted(case_ids: Any = ()) -> Iterator[None]:
+    def counted(case_ids: Any = (), *, deferred: bool = False) -> Iterator[None]:
         commits.append(1)
-        with real(case_ids):
+        with real(case_ids, deferred=deferred):
             yield
 
     monkeypatch.setattr(store, "group_commit", counted)
@@ -178,15 +178,16 @@ def counted_commits(store: Store, monkeypatch: pytest.MonkeyPatch) -> list[int]:
 def test_a_groups_notices_take_two_commits_not_one_each(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Per group: its intake, turns and reviews; its notices' verifications; their
-    sendings; its ethics findings. Four commits, however many notices it sends."""
+    """Per group: its intake and turns; their reviews; its notices' verifications;
+    their sendings; its ethics findings. Five commits, however many notices it
+    sends."""
     lines = batch(30)
     with open_store(f"sqlite:///{tmp_path / 'journal'}.db") as store:
         commits = counted_commits(store, monkeypatch)
         pipeline = Pipeline(store, DirectoryOutbox(tmp_path / "outbox"), group_size=15)
         summary = pipeline.run(lines)
     assert summary.notices_sent > 4  # both groups send several
-    assert len(commits) == 2 * 4
+    assert len(commits) == 2 * 5
     # no notice owed, no commit for notices (then one, to read the cases, when none of
     # them owes a notice: nothing to send, nothing to journal as sent)
     with open_store(f"sqlite:///{tmp_path / 'journal'}.db") as again:

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import gc
 import itertools
+import multiprocessing
+import zlib
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Sized
@@ -51,7 +53,7 @@ from credit.governance.safety import (
     journal_ethics,
 )
 from credit.guardrails.verifier import Verifier
-from credit.journal.base import ChainReport, Store
+from credit.journal.base import ChainReport, GroupConflictError, JournalError, Store
 from credit.lifecycle import CaseLife
 from credit.notices.outbox import Outbox
 from credit.policy import PolicyRegistry
@@ -77,10 +79,20 @@ ETHICS_FINDING: Final = kinds.ETHICS_FINDING
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
-# Cases per group commit: each group is one transaction, the journal's write lock held
-# while it is worked (other writers wait), so a group is kept to a bounded amount of
-# work; a crash loses at most the group under way.
+# Cases per group commit: each group is one transaction, so a group is kept to a
+# bounded amount of work; a crash loses at most the group under way.
 GROUP_SIZE: Final = 250
+
+# How many times a group whose cases another writer moved meanwhile is done again
+# before the run stops (GroupConflictError): a worker of a run owns its cases, so only
+# a person acting on one of them at the same instant, or a second run of the same
+# batch, moves one.
+CONFLICT_ATTEMPTS: Final = 5
+
+# The stages a run counts for its progress, and how often the parent of a run's
+# workers reads their counts (seconds).
+_PHASES: Final = ("intake", "underwrite", "review", "ethics")
+PROGRESS_EVERY_S: Final = 0.2
 
 # While a run works, the garbage collector's youngest generation is collected every
 # YOUNG_COLLECTION container allocations instead of Python's 700, and what was alive
@@ -206,6 +218,35 @@ class RunSummary:
     def open_items(self) -> int:
         return sum(self.items.values())
 
+    def absorb(self, other: RunSummary) -> None:
+        """Add what ``other`` counted (a group's intake, a worker's share of the
+        batch) to this summary; its chain and checkpoint are not taken."""
+        for name in _COUNTS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.failures.extend(other.failures)
+        self.failed_cases.extend(other.failed_cases)
+        self.outcomes.update(other.outcomes)
+        self.states.update(other.states)
+        self.items.update(other.items)
+
+
+# RunSummary's counts, added up by RunSummary.absorb.
+_COUNTS: Final = (
+    "cases",
+    "taken_in",
+    "resumed",
+    "decided",
+    "refused",
+    "failed",
+    "held",
+    "released",
+    "rejected",
+    "notices_verified",
+    "notices_sent",
+    "notices_blocked",
+    "ethics_findings",
+)
+
 
 @dataclass
 class _Seen:
@@ -254,7 +295,7 @@ class Pipeline:
         if group_size < 1:
             raise ValueError(f"group_size must be at least 1, not {group_size}")
         self.group_size = group_size
-        self._total = self._underwritten = self._reviewed = self._ethics = 0
+        self._total = self._taken = self._underwritten = self._reviewed = self._ethics = 0
 
     def _tick(self, phase: str, done: int, total: int) -> None:
         if self._progress is not None:
@@ -271,11 +312,12 @@ class Pipeline:
     ) -> dict[str, int]:
         """Stage 1: intake. Bad cases are listed and skipped; nothing recorded changes.
         Returns these lines' case ids, in order, with their line numbers (``seen``: the
-        ids of the whole batch so far, so that a repeated id is refused)."""
+        ids of the batch before these lines, so that a repeated id is refused)."""
         case_ids: dict[str, int] = {}
         for item in lines:
             summary.cases += 1
-            self._tick("intake", summary.cases, self._total)
+            self._taken += 1
+            self._tick("intake", self._taken, self._total)
             if item.error is not None:
                 summary.failures.append(item.error)
                 continue
@@ -289,7 +331,7 @@ class Pipeline:
                 failed = FailedCase(_case_id_of(item.raw), "intake", error, item.line, source)
                 summary.failed_cases.append(failed)
                 continue
-            if result.case_id in seen:
+            if result.case_id in seen or result.case_id in case_ids:
                 summary.failures.append(
                     InputError(
                         "the same case id appears twice in the batch",
@@ -300,7 +342,7 @@ class Pipeline:
                     )
                 )
                 continue
-            seen[result.case_id] = case_ids[result.case_id] = item.line
+            case_ids[result.case_id] = item.line
             if result.taken_in:
                 summary.taken_in += 1
             else:
@@ -379,9 +421,11 @@ class Pipeline:
         total: int | None = None,
     ) -> RunSummary:
         """The batch, a group of cases at a time (``group_size``, :data:`GROUP_SIZE`):
-        each group is taken in, underwritten and reviewed in one transaction with one
-        durable commit (``store.group_commit``), so a crash loses at most the group
-        under way, which the next run does again (nothing of it was recorded). Then
+        each group is taken in and underwritten in one transaction with one durable
+        commit (``store.group_commit``, deferred: :meth:`_decide`), then reviewed in
+        the next (:meth:`_reviewed_group`), so a crash loses at most the group under
+        way, which the next run does again (nothing of it was recorded; a decision
+        committed and not yet reviewed is reviewed when the next run starts). Then
         the released declines and counteroffers of the group get their notices (a notice
         is sent only once its release is durable): verified in one commit, sent, the
         sendings journaled in another; and the group's ethics findings are recorded in
@@ -391,9 +435,125 @@ class Pipeline:
         if total is None:
             total = len(lines) if isinstance(lines, Sized) else 0
         self._total = total
-        self._underwritten = self._reviewed = self._ethics = 0
-        summary = RunSummary()
         self.finish()  # what an interrupted run left half way is finished first
+        summary, standing, pool = self._share(lines, source)
+        return self._close(summary, standing, pool.keep)
+
+    def run_workers(
+        self,
+        batch: Callable[[], Iterable[BatchLine]],
+        workers: int,
+        *,
+        source: str | None = None,
+        total: int | None = None,
+    ) -> RunSummary:
+        """The batch over ``workers`` processes on the one journal (``credit run
+        --workers N``): each reads the batch (``batch()``, called once in each) and
+        takes the lines whose case id falls to it (:func:`share_of`, so a case and
+        any repeat of its id go to one worker), and runs them as :meth:`run` does,
+        its group commits deferred (:meth:`credit.journal.sql.SqlStore.group_commit`):
+        a worker works without the journal's write lock and takes it only to
+        sequence and commit a group, so the workers' work overlaps. Before they start,
+        what an interrupted run left is finished; after they end, the chain is
+        verified, the mark of pending work kept from what every worker saw, and a
+        checkpoint signed, as :meth:`run` does. Each worker keeps its comparison pool
+        (the last one kept stands); a chain that does not verify drops them.
+
+        A worker that stops (an error, a kill) loses at most its group under way, as
+        a run does; the others finish their shares, then a JournalError names it, and
+        a rerun finishes the batch. One worker is :meth:`run` itself. Needs a journal
+        every process can open (a SQLite file, PostgreSQL); the store is closed before
+        the workers start, and opened again after."""
+        if workers < 1:
+            raise ValueError(f"workers must be at least 1, not {workers}")
+        if workers == 1:
+            return self.run(batch(), source=source, total=total)
+        if not self.store.shared:
+            raise JournalError(
+                f"{workers} workers need a journal every process can open (a SQLite file "
+                "or PostgreSQL), not one in memory"
+            )
+        self._total = total or 0
+        self.finish()
+        self.store.close()  # no connection of this process crosses into a worker
+        context = multiprocessing.get_context("fork")
+        progress: Any = context.Array("q", workers * len(_PHASES), lock=False)
+        running: list[tuple[int, Any, Any]] = []
+        for worker in range(workers):
+            receive, send = context.Pipe(duplex=False)
+            process = context.Process(
+                target=self._worker,
+                args=(batch, worker, workers, source, send, progress),
+                name=f"credit-run-worker-{worker}",
+            )
+            process.start()
+            send.close()
+            running.append((worker, process, receive))
+        summary, standing, stopped = RunSummary(), _Seen(), []
+        for worker, process, receive in running:
+            while not receive.poll(PROGRESS_EVERY_S):
+                self._tick_workers(progress, workers)
+            try:
+                answer = receive.recv()
+            except EOFError:  # it died before it could answer (a kill)
+                answer = ("stopped", f"it ended with exit code {process.exitcode}")
+            process.join()
+            if answer[0] == "done":
+                part, last_seqs, pending = answer[1:]
+                summary.absorb(part)
+                standing.last_seqs.extend(last_seqs)
+                standing.pending.update(pending)
+            else:
+                stopped.append(f"worker {worker + 1} of {workers}: {answer[1]}")
+        self._tick_workers(progress, workers)
+        if stopped:
+            raise JournalError(
+                "; ".join(stopped) + ". What the workers committed is kept: run the batch "
+                "again to finish it"
+            )
+        return self._close(summary, standing, None)
+
+    def _worker(
+        self,
+        batch: Callable[[], Iterable[BatchLine]],
+        worker: int,
+        workers: int,
+        source: str | None,
+        send: Any,
+        progress: Any,
+    ) -> None:
+        """One worker of :meth:`run_workers` (in its own process): its share of the
+        batch, its pool kept, and what it counted sent back."""
+        base = worker * len(_PHASES)
+
+        def tick(phase: str, done: int, _total: int) -> None:
+            progress[base + _PHASES.index(phase)] = done
+
+        self._progress = tick
+        try:
+            lines = (line for line in batch() if share_of(line, workers) == worker)
+            summary, standing, pool = self._share(lines, source)
+            pool.keep()
+            answer: tuple[Any, ...] = ("done", summary, standing.last_seqs, standing.pending)
+        except BaseException as err:  # named to the parent, which stops the run
+            answer = ("stopped", f"{type(err).__name__}: {err}")
+        finally:
+            self.store.close()
+        send.send(answer)
+        send.close()
+
+    def _tick_workers(self, progress: Any, workers: int) -> None:
+        for at, phase in enumerate(_PHASES):
+            done = sum(progress[w * len(_PHASES) + at] for w in range(workers))
+            self._tick(phase, done, self._total)
+
+    def _share(
+        self, lines: Iterable[BatchLine], source: str | None
+    ) -> tuple[RunSummary, _Seen, ComparisonPool]:
+        """The groups of ``lines`` through every stage (:meth:`run`): what they
+        counted, where their cases stood, and the comparison pool as they left it."""
+        self._taken = self._underwritten = self._reviewed = self._ethics = 0
+        summary = RunSummary()
         seen: dict[str, int] = {}
         standing = _Seen()
         pool = self.keystone.equipoise.pool()
@@ -401,12 +561,9 @@ class Pipeline:
         async def groups() -> None:
             async with self.runtime.serving():
                 for group in _groups(lines, self.group_size):
-                    ids = [c for c in map(_case_id_of, (g.raw for g in group)) if c is not None]
-                    with self.store.group_commit(ids):
-                        lines_of = self._take_in(group, source, summary, seen)
-                        case_ids = list(lines_of)
-                        stopped = await self._underwrite(case_ids)
-                        awaiting = self._review(case_ids, pool)
+                    lines_of, stopped = await self._decide(group, source, summary, seen)
+                    case_ids = list(lines_of)
+                    awaiting = self._reviewed_group(case_ids, pool)
                     self._notify(awaiting)
                     with self.store.group_commit(case_ids):
                         self.record_ethics(case_ids)
@@ -424,17 +581,76 @@ class Pipeline:
 
         with _batch_collection():
             anyio.run(groups)
+        return summary, standing, pool
+
+    def _close(
+        self, summary: RunSummary, standing: _Seen, keep_pool: Callable[[], bool] | None
+    ) -> RunSummary:
+        """The run's end: its failures in line order, the chain verified and, if it
+        verifies, the mark of pending work and the pool kept and a checkpoint signed
+        (a chain that does not verify keeps no mark: those already kept are dropped)."""
         summary.failures.sort(key=lambda f: f.line if f.line is not None else 0)
         summary.chain = self.store.verify()
-        if summary.chain.ok:
-            # Where the batch left its cases, and the pool as it left it: the next run
-            # and service worker read only what came after.
-            self.work.keep_pending(array("q", sorted(standing.last_seqs)), standing.pending)
-            pool.keep()
-        if self.checkpoints is not None and summary.chain.ok:
+        if not summary.chain.ok:
+            if keep_pool is None:  # the workers kept their pools from what they read
+                self.store.drop_marks()
+            return summary
+        # Where the batch left its cases, and the pool as it left it: the next run and
+        # service worker read only what came after.
+        self.work.keep_pending(array("q", sorted(standing.last_seqs)), standing.pending)
+        if keep_pool is not None:
+            keep_pool()
+        if self.checkpoints is not None:
             # The batch is committed: sign the tree head, so every entry is covered.
             summary.checkpoint = self.store.checkpoint(self.checkpoints)
         return summary
+
+    async def _decide(
+        self,
+        group: Sequence[BatchLine],
+        source: str | None,
+        summary: RunSummary,
+        seen: dict[str, int],
+    ) -> tuple[dict[str, int], list[InputError]]:
+        """Stages 1 and 2 for a group of lines, in one deferred group commit (the work
+        done without the journal's write lock, the entries sequenced at its commit),
+        done again from the start if another writer moved one of its cases meanwhile
+        (:class:`~credit.journal.base.GroupConflictError`: nothing of it was written,
+        nothing of it counted). Returns its cases' lines, and the errors of turns that
+        failed on a case's own content."""
+        ids = [c for c in map(_case_id_of, (g.raw for g in group)) if c is not None]
+        counters = (self._taken, self._underwritten)
+        for attempt in itertools.count(1):
+            part = RunSummary()
+            try:
+                with self.store.group_commit(ids, deferred=True):
+                    lines_of = self._take_in(group, source, part, seen)
+                    stopped = await self._underwrite(list(lines_of))
+            except GroupConflictError:
+                if attempt >= CONFLICT_ATTEMPTS:
+                    raise
+                self._taken, self._underwritten = counters
+                continue
+            summary.absorb(part)
+            seen.update(lines_of)
+            return lines_of, stopped
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _reviewed_group(self, case_ids: Sequence[str], pool: ComparisonPool) -> list[str]:
+        """Stage 3 for a group's cases, in one deferred group commit after their
+        decisions are committed (so Equipoise compares each with committed decisions
+        only, and its review depends on the journal alone), done again if another
+        writer moved one of its cases meanwhile."""
+        reviewed = self._reviewed
+        for attempt in itertools.count(1):
+            try:
+                with self.store.group_commit(case_ids, deferred=True):
+                    return self._review(case_ids, pool)
+            except GroupConflictError:
+                if attempt >= CONFLICT_ATTEMPTS:
+                    raise
+                self._reviewed = reviewed
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def summarise(
         self,
@@ -508,6 +724,14 @@ def _name_failure(
     else:
         error = str(payload.get("error") or "no reason recorded")
         summary.failed_cases.append(FailedCase(case_id, stage, error, line, source))
+
+
+def share_of(line: BatchLine, workers: int) -> int:
+    """The worker (0 to ``workers - 1``) that takes a line of the batch: by a stable
+    hash (CRC-32) of its case id, so every line of one case id goes to one worker; a
+    line without one (unreadable, say) goes to the first."""
+    case_id = _case_id_of(line.raw)
+    return 0 if case_id is None else zlib.crc32(case_id.encode("utf-8")) % workers
 
 
 def _groups(lines: Iterable[BatchLine], size: int) -> Iterator[list[BatchLine]]:

@@ -234,6 +234,15 @@ def run(
             "way, which the next run does again (default: the pipeline's GROUP_SIZE).",
         ),
     ] = None,
+    workers: Annotated[
+        int,
+        typer.Option(
+            "--workers",
+            min=1,
+            help="Processes that share the batch on the one journal, each case to one "
+            "(a SQLite file or PostgreSQL; default 1).",
+        ),
+    ] = 1,
 ) -> None:
     """The main job, governed: intake, the underwriter through the tools, the Keystone
     hold and both reviews, release, then notice, verify and send; every step journaled.
@@ -282,6 +291,14 @@ def run(
             console=err.console,
         ) as progress,
     ):
+        if workers > 1 and not store.shared:
+            err.print(
+                f"error: --workers {workers}: the workers need a journal every process "
+                f"can open (a SQLite file or PostgreSQL), not {store!r}",
+                highlight=False,
+                markup=False,
+            )
+            raise typer.Exit(EXIT_BAD_INPUT)
         tasks: dict[str, TaskID] = {}
 
         def tick(phase: str, done: int, total: int) -> None:
@@ -299,7 +316,12 @@ def run(
             group_size=GROUP_SIZE if group_size is None else group_size,
         )
         pipeline.runtime.transcripts = transcripts
-        summary = pipeline.run(lines, source=str(path), total=total)
+        if workers == 1:
+            summary = pipeline.run(lines, source=str(path), total=total)
+        else:
+            summary = pipeline.run_workers(
+                lambda: stream_batch(path)[0], workers, source=str(path), total=total
+            )
     label = ", ".join(f"{p.label} (sha256 {p.sha256[:12]}...)" for p in registry.policies)
     out.print(f"policy {label}; cases from {path}; notices sent to {outbox}/")
     if chosen is not None:
