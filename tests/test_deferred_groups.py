@@ -222,6 +222,12 @@ def test_a_case_first_read_after_another_writer_moved_it_is_written_as_read(
             store.append("A", "note.added", {"mine": True}, after=last)
         assert [e.case_id for e in store.entries()] == ["A", "A", "B", "A"]
         assert store.verify().ok
+        # the views handed on hold each case's entries as committed: the other
+        # writer's entry 2 and the group's own B entry (2 in the group, 3 now) apart
+        committed = open_one()
+        with store.group_commit(["A", "B"], deferred=True):
+            assert store.entries("A") == committed.entries("A")
+            assert store.entries("B") == committed.entries("B")
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -898,11 +898,13 @@ class SqlStore:
 
     def _replace(self, group: _Group, places: dict[int, dict[str, Any]]) -> None:
         """After a commit that gave the group's entries other places: each of its
-        entries in its views, and the list of what it added, as committed."""
-        final: dict[int, Entry] = {}
+        entries in its views, and the list of what it added, as committed. Its own
+        entries are found by identity, not by seq: a view read after another writer
+        committed may hold that writer's entries at the seqs the group's own had."""
+        final: dict[int, Entry] = {}  # id() of the group's entry -> as committed
         for entry in group.added:
             row = places[entry.seq]
-            final[entry.seq] = entry.model_copy(
+            final[id(entry)] = entry.model_copy(
                 update={
                     "seq": row["seq"],
                     "prev_hash": row["prev_hash"],
@@ -910,7 +912,7 @@ class SqlStore:
                     "mac": row["mac"],
                 }
             )
-        group.added = [final[e.seq] for e in group.added]
+        group.added = [final[id(e)] for e in group.added]
         last = group.added[-1]
         group.head = (last.seq, last.hash)
         # another writer's entries lie between what the group read and its own
@@ -919,9 +921,15 @@ class SqlStore:
             view = group.cases.get(case_id)
             if view is None:
                 continue
-            view.entries = [final.get(e.seq, e) if e.seq > group.start else e for e in view.entries]
-            if view.decision_row is not None and view.decision_row > group.start:
-                view.decision_row = final[view.decision_row].seq
+            entries: list[Entry] = []
+            for entry in view.entries:
+                committed = final.get(id(entry))
+                if committed is not None:
+                    entry = committed
+                    if entry.kind == DECISION_KIND:
+                        view.decision_row = entry.seq
+                entries.append(entry)
+            view.entries = entries
 
     def _take_carried(self, group: _Group, conn: Connection) -> None:
         """Start a group from what the last one handed on: its views of the cases no
