@@ -586,10 +586,12 @@ class Pipeline:
     def _close(
         self, summary: RunSummary, standing: _Seen, keep_pool: Callable[[], bool] | None
     ) -> RunSummary:
-        """The run's end: its failures in line order, the chain verified and, if it
-        verifies, the mark of pending work and the pool kept and a checkpoint signed
-        (a chain that does not verify keeps no mark: those already kept are dropped)."""
+        """The run's end: its failures and failed cases in line order (whichever
+        worker met them), the chain verified and, if it verifies, the mark of pending
+        work and the pool kept and a checkpoint signed (a chain that does not verify
+        keeps no mark: those already kept are dropped)."""
         summary.failures.sort(key=lambda f: f.line if f.line is not None else 0)
+        summary.failed_cases.sort(key=lambda f: f.line if f.line is not None else 0)
         summary.chain = self.store.verify()
         if not summary.chain.ok:
             if keep_pool is None:  # the workers kept their pools from what they read
