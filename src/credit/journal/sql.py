@@ -141,8 +141,10 @@ VERIFY_PAGE: Final = 1000
 CARRIED_VIEWS: Final = 512
 # How many of the entries its groups committed last a store hands on with them: a
 # reader across cases caught up with them (the comparison pool, between one group's
-# reviews and the next's) reads them from memory. Most are the carried views' own.
-CARRIED_ENTRIES: Final = 8192
+# reviews and the next's: some 3,500 entries at credit run's GROUP_SIZE) reads them
+# from memory, and further back reads the database once a group. Most are the
+# carried views' own.
+CARRIED_ENTRIES: Final = 4096
 
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 _WRITE: Final = "credit_journal_write"
@@ -933,14 +935,17 @@ class SqlStore:
 
     def _take_carried(self, group: _Group, conn: Connection) -> None:
         """Start a group from what the last one handed on: its views of the cases no
-        one has appended to since (each then the journal's; one read finds those
-        another writer moved, when the head moved at all), and its entries if no one
-        has appended anything since."""
+        one has appended to since (each then the journal's; for a deferred group one
+        read finds those another writer moved, when the head moved at all; a locked
+        group takes none then), and its entries if no one has appended anything
+        since."""
         carried, self._carried = self._carried, None
         group.tail_from = group.start
         if carried is None or carried.head > group.start:
             return
         views = carried.views
+        if carried.head < group.start and group.conn is not None:
+            return  # a locked group reads its cases afresh (one each, in the service)
         if carried.head < group.start:  # another writer committed meanwhile
             ids = list(views)
             for start in range(0, len(ids), VERIFY_PAGE):
