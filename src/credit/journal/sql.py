@@ -459,7 +459,6 @@ class _Group:
 
     conn: Connection | None
     thread: int
-    deferred: bool = False
     opened: tuple[int, str] = (0, GENESIS_HASH)  # the head when a deferred group opened
     written: set[str] = field(default_factory=set)  # the cases a deferred group wrote
     head: tuple[int, str] | None = None  # (seq, hash) of the last entry, None: read it
@@ -800,7 +799,6 @@ class SqlStore:
             group = _Group(
                 conn=None,
                 thread=threading.get_ident(),
-                deferred=True,
                 opened=opened,
                 head=opened,
                 start=opened[0],
@@ -818,15 +816,15 @@ class SqlStore:
             self._replace(group, places)
         self._carry(group)
 
-    def _commit_deferred(self, group: _Group) -> dict[int, dict[str, Any]]:
+    def _commit_deferred(self, group: _Group) -> dict[int, Entry]:
         """Commit a deferred group's rows under the write lock, after the head as it
-        is now. Returns the rows of the entries that had to be given other places
-        (another writer committed after the group opened), by the seq each had in
-        the group. GroupConflictError, with nothing written, if one of those writers
-        appended to a case the group wrote."""
-        rows = group.rows
-        places: dict[int, dict[str, Any]] = {}
-        if not (rows or group.case_rows or group.monitoring_rows):
+        is now. Returns the entries that had to be given other places (another writer
+        committed after the group opened), as committed, by the ``id()`` of the
+        group's own (:meth:`_renumber`). GroupConflictError, with nothing written, if
+        one of those writers appended to a case the group wrote."""
+        places: dict[int, Entry] = {}
+        entries = bool(group.rows)
+        if not (entries or group.case_rows or group.monitoring_rows):
             return places  # nothing to write: no lock, no commit
         with self._failures(), self._writers(), self._engine.connect() as conn:
             conn.execution_options(**{_WRITE: True})
@@ -839,7 +837,7 @@ class SqlStore:
                     self._check_unmoved(conn, group)
                     places = self._renumber(group, at)
                 log = self._grown(conn, at[0])
-                for row in rows:
+                for row in group.rows:
                     log.append(bytes.fromhex(row["leaf_hash"]))
                 if group.case_rows:
                     position = int(conn.execute(self._q.max_position).scalar_one() or 0)
@@ -849,7 +847,7 @@ class SqlStore:
                     self._materialise(group, conn)
                 except IntegrityError as e:  # a case's row another writer put meanwhile
                     raise GroupConflictError(sorted(group.written)) from e
-        if rows:
+        if entries:  # committed: the tree the group grew is the journal's
             self._keep_log(log)
             self._committed.size = log.size
         return places
@@ -857,63 +855,49 @@ class SqlStore:
     def _check_unmoved(self, conn: Connection, group: _Group) -> None:
         """GroupConflictError if another writer appended, after the group opened, to a
         case the group wrote, past what the group read of that case."""
-        written = sorted(group.written)
         moved: list[str] = []
-        for start in range(0, len(written), VERIFY_PAGE):
-            page = written[start : start + VERIFY_PAGE]
-            for case_id, last in conn.execute(
-                self._q.moved_cases, {"after": group.start, "ids": page}
-            ):
-                view = group.cases.get(case_id)
-                if view is None or int(last) > view.committed_seq:
-                    moved.append(case_id)
+        for case_id, last in self._moved(conn, group.start, sorted(group.written)):
+            view = group.cases.get(case_id)
+            if view is None or last > view.committed_seq:
+                moved.append(case_id)
         if moved:
             raise GroupConflictError(moved)
 
-    def _renumber(self, group: _Group, at: tuple[int, str]) -> dict[int, dict[str, Any]]:
+    def _moved(self, conn: Connection, after: int, case_ids: list[str]) -> list[tuple[str, int]]:
+        """Of ``case_ids``, those with an entry after seq ``after``, each with its
+        last entry's seq (a page of ids a read)."""
+        moved: list[tuple[str, int]] = []
+        for start in range(0, len(case_ids), VERIFY_PAGE):
+            page = case_ids[start : start + VERIFY_PAGE]
+            for case_id, last in conn.execute(self._q.moved_cases, {"after": after, "ids": page}):
+                moved.append((case_id, int(last)))
+        return moved
+
+    def _renumber(self, group: _Group, at: tuple[int, str]) -> dict[int, Entry]:
         """Give the group's entries their places after ``at`` (the head's seq and
         hash), each hashed, MACed and leafed again: its payload, its time and its
-        order in the group are what they were. The rows, by the seq each had."""
-        key = self.key
-        seq, prev = at
-        places: dict[int, dict[str, Any]] = {}
-        for row in group.rows:
-            seq += 1
-            case_id, kind, text, at_time = (
-                row["case_id"],
-                row["kind"],
-                row["payload"],
-                row["recorded_at"],
+        order in the group are what they were. Each entry as committed, by the
+        ``id()`` of the group's own (:meth:`_replace`)."""
+        final: dict[int, Entry] = {}
+        seqs: dict[int, int] = {}  # the seq each had in the group -> its place
+        rows: list[dict[str, Any]] = []
+        for row, entry in zip(group.rows, group.added, strict=True):
+            placed, placed_row = self._placed(
+                at, entry.case_id, entry.kind, entry.payload, row["payload"], entry.recorded_at
             )
-            digest = hashlib.sha256(
-                prev.encode("ascii") + framed(seq, case_id, kind, text, prev, at_time)
-            ).hexdigest()
-            leaf = leaf_hash(framed(seq, case_id, kind, text, prev, at_time, digest))
-            places[row["seq"]] = row
-            row.update(
-                seq=seq, prev_hash=prev, hash=digest, mac=key.mac(digest), leaf_hash=leaf.hex()
-            )
-            prev = digest
+            final[id(entry)], seqs[entry.seq] = placed, placed.seq
+            rows.append(placed_row)
+            at = (placed.seq, placed.hash)
+        group.rows = rows
         for decision_row in group.decision_rows:
-            decision_row["seq"] = places[decision_row["seq"]]["seq"]
-        return places
+            decision_row["seq"] = seqs[decision_row["seq"]]
+        return final
 
-    def _replace(self, group: _Group, places: dict[int, dict[str, Any]]) -> None:
+    def _replace(self, group: _Group, final: dict[int, Entry]) -> None:
         """After a commit that gave the group's entries other places: each of its
         entries in its views, and the list of what it added, as committed. Its own
         entries are found by identity, not by seq: a view read after another writer
         committed may hold that writer's entries at the seqs the group's own had."""
-        final: dict[int, Entry] = {}  # id() of the group's entry -> as committed
-        for entry in group.added:
-            row = places[entry.seq]
-            final[id(entry)] = entry.model_copy(
-                update={
-                    "seq": row["seq"],
-                    "prev_hash": row["prev_hash"],
-                    "hash": row["hash"],
-                    "mac": row["mac"],
-                }
-            )
         group.added = [final[id(e)] for e in group.added]
         last = group.added[-1]
         group.head = (last.seq, last.hash)
@@ -947,13 +931,8 @@ class SqlStore:
         if carried.head < group.start and group.conn is not None:
             return  # a locked group reads its cases afresh (one each, in the service)
         if carried.head < group.start:  # another writer committed meanwhile
-            ids = list(views)
-            for start in range(0, len(ids), VERIFY_PAGE):
-                page = ids[start : start + VERIFY_PAGE]
-                for case_id, _ in conn.execute(
-                    self._q.moved_cases, {"after": carried.head, "ids": page}
-                ):
-                    del views[case_id]
+            for case_id, _ in self._moved(conn, carried.head, list(views)):
+                del views[case_id]
         group.cases = views
         group.monitoring = {
             name: data for name, data in carried.monitoring.items() if vault_case(name) in views
@@ -1053,36 +1032,22 @@ class SqlStore:
         view = None if case_id is None else self._view(group, case_id)
         conn = group.conn
         if conn is None:  # deferred: its place if the head stays (_commit_deferred)
-            assert group.head is not None
             if case_id is not None:
                 group.written.add(case_id)
-        elif group.head is None:
-            head = conn.execute(self._q.head).first()
-            group.head = (head.seq, head.hash) if head else (0, GENESIS_HASH)
-        if conn is not None and group.log is None:
-            group.log = self._grown(conn, group.head[0])
+        else:
+            if group.head is None:
+                head = conn.execute(self._q.head).first()
+                group.head = (head.seq, head.hash) if head else (0, GENESIS_HASH)
+            if group.log is None:
+                group.log = self._grown(conn, group.head[0])
         assert group.head is not None
-        seq, prev = group.head[0] + 1, group.head[1]
-        entry = make_entry(
-            seq, case_id, kind, normal, prev, self._clock.now().isoformat(), self.key, text
+        entry, row = self._placed(
+            group.head, case_id, kind, normal, text, self._clock.now().isoformat()
         )
-        leaf = leaf_hash(framed(seq, case_id, kind, text, prev, entry.recorded_at, entry.hash))
         if group.log is not None:
-            group.log.append(leaf)
-        group.head = (seq, entry.hash)
-        group.rows.append(
-            {
-                "seq": seq,
-                "case_id": case_id,
-                "kind": kind,
-                "payload": text,
-                "prev_hash": prev,
-                "recorded_at": entry.recorded_at,
-                "hash": entry.hash,
-                "mac": entry.mac,
-                "leaf_hash": leaf.hex(),
-            }
-        )
+            group.log.append(bytes.fromhex(row["leaf_hash"]))
+        group.head = (entry.seq, entry.hash)
+        group.rows.append(row)
         group.added.append(entry)
         group.added_by_kind.setdefault(kind, []).append(entry)
         if view is not None:
@@ -1090,6 +1055,33 @@ class SqlStore:
             if view.accepted is None and kind == INTAKE_ACCEPTED:
                 view.accepted = entry.payload
         return entry
+
+    def _placed(
+        self,
+        after: tuple[int, str],
+        case_id: str | None,
+        kind: str,
+        payload: Mapping[str, Any],
+        text: str,
+        recorded_at: str,
+    ) -> tuple[Entry, dict[str, Any]]:
+        """The entry at the place after ``after`` (the seq and hash before it), hashed
+        and MACed, and its row (with its leaf hash) as a group writes it."""
+        seq, prev = after[0] + 1, after[1]
+        entry = make_entry(seq, case_id, kind, payload, prev, recorded_at, self.key, text)
+        leaf = leaf_hash(framed(seq, case_id, kind, text, prev, recorded_at, entry.hash))
+        row = {
+            "seq": seq,
+            "case_id": case_id,
+            "kind": kind,
+            "payload": text,
+            "prev_hash": prev,
+            "recorded_at": recorded_at,
+            "hash": entry.hash,
+            "mac": entry.mac,
+            "leaf_hash": leaf.hex(),
+        }
+        return entry, row
 
     def _checked(self, row: Row[Any], key: JournalKey) -> Entry:
         """The entry of a stored row, its hash recomputed from the row as stored (its
@@ -1130,27 +1122,12 @@ class SqlStore:
         normal = loads(dumps(payload, sort_keys=True))
         text = dumps(normal, sort_keys=True)
         head = conn.execute(self._q.head).first()
-        seq, prev = (head.seq + 1, head.hash) if head else (1, GENESIS_HASH)
-        entry = make_entry(
-            seq, case_id, kind, normal, prev, self._clock.now().isoformat(), self.key, text
-        )
-        leaf = leaf_hash(framed(seq, case_id, kind, text, prev, entry.recorded_at, entry.hash))
-        grown = self._grown(conn, seq - 1)
-        grown.append(leaf)
+        at = (head.seq, head.hash) if head else (0, GENESIS_HASH)
+        entry, row = self._placed(at, case_id, kind, normal, text, self._clock.now().isoformat())
+        grown = self._grown(conn, at[0])
+        grown.append(bytes.fromhex(row["leaf_hash"]))
         conn.info[_GROWN] = grown
-        conn.execute(
-            self._entries.insert().values(
-                seq=entry.seq,
-                case_id=entry.case_id,
-                kind=entry.kind,
-                payload=text,
-                prev_hash=entry.prev_hash,
-                recorded_at=entry.recorded_at,
-                hash=entry.hash,
-                mac=entry.mac,
-                leaf_hash=leaf.hex(),
-            )
-        )
+        conn.execute(self._q.insert_entries, row)
         return entry
 
     # ------------------------------------------------------------------ the tree
