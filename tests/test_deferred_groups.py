@@ -20,7 +20,7 @@ import pytest
 
 from credit.clock import FixedClock
 from credit.journal import DECISION_KIND, GroupConflictError, SqlStore, open_store
-from credit.journal.base import JournalError
+from credit.journal.base import JournalError, StaleCaseError
 from credit.journal.merkle import MerkleLog
 from test_journal_store import pg_schema
 
@@ -319,6 +319,28 @@ def test_views_of_cases_no_one_else_moved_are_carried_past_another_writers_commi
             assert store.get_monitoring("X") == {"race": ["Asian"]}
             store.append("X", "note.added", {"again": True}, after=store.last_seq("X"))
             store.append("Y", "note.added", {"again": True}, after=store.last_seq("Y"))
+        assert store.verify().ok
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_case_only_read_by_a_group_given_other_places_is_read_again_by_the_next(
+    backend: str, tmp_path: Path
+) -> None:
+    """A group that read R, wrote A and committed after another writer appended to R:
+    the next group sees that entry, and an append made against R as the first group
+    read it is stale (the view of R is not handed on with the new head)."""
+    with journal(backend, tmp_path) as open_one:
+        store = open_one()
+        store.append("R", "note.added", {"n": 1})
+        with store.group_commit(["A", "R"], deferred=True):
+            assert len(store.entries("R")) == 1  # read, not written
+            store.append("A", "note.added", {"mine": True})
+            other_writer_appends(open_one, "R")
+        with store.group_commit(["R"], deferred=True):
+            assert [e.payload.get("by") for e in store.entries("R")] == [None, "another writer"]
+            with pytest.raises(StaleCaseError):
+                store.append("R", "note.added", {"as read": True}, after=1)
+        assert [e.case_id for e in store.entries()] == ["R", "R", "A"]
         assert store.verify().ok
 
 

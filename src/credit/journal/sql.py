@@ -895,7 +895,8 @@ class SqlStore:
 
     def _replace(self, group: _Group, final: dict[int, Entry]) -> None:
         """After a commit that gave the group's entries other places: each of its
-        entries in its views, and the list of what it added, as committed. Its own
+        entries in its views, and the list of what it added, as committed, and only
+        the views of the cases it wrote kept. Its own
         entries are found by identity, not by seq: a view read after another writer
         committed may hold that writer's entries at the seqs the group's own had."""
         group.added = [final[id(e)] for e in group.added]
@@ -903,6 +904,11 @@ class SqlStore:
         group.head = (last.seq, last.hash)
         # another writer's entries lie between what the group read and its own
         group.tail, group.tail_from = [], group.added[0].seq - 1
+        # The views of the cases it only read are as the group read them, and another
+        # writer may have appended to those since: they are not handed on with the new
+        # head (the cases it wrote, no one else did since it read them, or it would
+        # not have committed).
+        group.cases = {c: v for c, v in group.cases.items() if c in group.written}
         for case_id in group.written:
             view = group.cases.get(case_id)
             if view is None:
