@@ -323,6 +323,40 @@ def test_views_of_cases_no_one_else_moved_are_carried_past_another_writers_commi
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_threads_of_one_store_each_run_a_deferred_group_at_once(
+    backend: str, tmp_path: Path
+) -> None:
+    """The service's request threads share one store: a group one thread opens is its
+    own, and another thread's group opened, written and committed meanwhile neither
+    joins it nor ends it."""
+    with journal(backend, tmp_path) as open_one:
+        store = open_one()
+        opened, committed = threading.Event(), threading.Event()
+        seen: list[list[str | None]] = []
+
+        def other_thread() -> None:
+            opened.wait(timeout=30)
+            with store.group_commit(["B"], deferred=True):
+                work(store, "B", n=1)
+                seen.append([e.case_id for e in store.entries("A")])  # not A's rows
+            committed.set()
+
+        thread = threading.Thread(target=other_thread)
+        thread.start()
+        with store.group_commit(["A"], deferred=True):
+            store.append("A", "note.added", {"n": 0})
+            opened.set()
+            assert committed.wait(timeout=30), "the other thread's group waited for this one"
+            store.append("A", "note.added", {"n": 1})  # still this thread's group
+            assert [e.payload.get("n") for e in store.entries("A")] == [0, 1]
+        thread.join(timeout=30)
+        assert seen == [[]]
+        # B's group committed first; A's two entries landed together after it.
+        assert [e.case_id for e in store.entries()] == ["B", "B", "A", "A"]
+        assert store.verify().ok and store.audit().ok
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_case_only_read_by_a_group_given_other_places_is_read_again_by_the_next(
     backend: str, tmp_path: Path
 ) -> None:

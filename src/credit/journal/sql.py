@@ -526,10 +526,14 @@ class SqlStore:
         self._frontiers = KeptFrontiers()
         self._tree_lock = threading.Lock()
         self._committed = threading.local()  # .size: the tree after this thread's commit
-        self._group: _Group | None = None  # the open group commit (group_commit)
+        # The group commit each thread has open (group_commit): one thread's group is
+        # never another's, so the service's threads each run a deferred group at once.
+        self._groups = threading.local()
         # The case views the last group commit left, with the journal's head after it:
         # the next group starts from them if no one has appended since (CARRIED_VIEWS).
+        # Taken whole by one group (under _carried_lock), never shared by two.
         self._carried: _Carried | None = None
+        self._carried_lock = threading.Lock()
         self.url = parsed.render_as_string(hide_password=True)
         self._clock = clock or clock_from_env()
         self._postgres = parsed.get_backend_name() == "postgresql"
@@ -633,8 +637,12 @@ class SqlStore:
 
     def _joined(self) -> _Group | None:
         """The group commit this thread has open, if any."""
-        group = self._group
+        group: _Group | None = getattr(self._groups, "group", None)
         return group if group is not None and group.thread == threading.get_ident() else None
+
+    def _open_group(self, group: _Group | None) -> None:
+        """Open ``group`` for this thread (None: close this thread's)."""
+        self._groups.group = group
 
     @contextlib.contextmanager
     def _read(self) -> Iterator[Connection]:
@@ -765,14 +773,14 @@ class SqlStore:
                 group = _Group(conn=conn, thread=threading.get_ident())
                 group.start = self._head_seq(conn)
                 self._take_carried(group, conn)
-                self._group = group
+                self._open_group(group)
                 try:
                     self._load_cases(group, case_ids)
                     yield
                     self._materialise(group)
                     log = group.log
                 finally:
-                    self._group = None
+                    self._open_group(None)
             if log is not None:  # committed: the tree the group grew is the journal's
                 self._keep_log(log)
                 self._committed.size = log.size
@@ -804,13 +812,13 @@ class SqlStore:
                 start=opened[0],
             )
             self._take_carried(group, conn)
-        self._group = group
+        self._open_group(group)
         try:
             with self._failures():
                 self._load_cases(group, case_ids)
             yield
         finally:
-            self._group = None
+            self._open_group(None)
         places = self._commit_deferred(group)
         if places:  # the views hold the entries as committed, at their places
             self._replace(group, places)
@@ -929,7 +937,8 @@ class SqlStore:
         read finds those another writer moved, when the head moved at all; a locked
         group takes none then), and its entries if no one has appended anything
         since."""
-        carried, self._carried = self._carried, None
+        with self._carried_lock:
+            carried, self._carried = self._carried, None
         group.tail_from = group.start
         if carried is None or carried.head > group.start:
             return
@@ -964,7 +973,8 @@ class SqlStore:
             tail_from = tail[-CARRIED_ENTRIES - 1].seq
             tail = tail[-CARRIED_ENTRIES:]
         head = group.head[0] if group.head else group.start
-        self._carried = _Carried(head, views, monitoring, tail, tail_from)
+        with self._carried_lock:
+            self._carried = _Carried(head, views, monitoring, tail, tail_from)
 
     def _load_cases(self, group: _Group, case_ids: Iterable[str]) -> None:
         """Read the committed rows of cases the group has not seen yet, in pages."""
