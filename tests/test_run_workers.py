@@ -32,12 +32,18 @@ from credit.errors import InputError
 from credit.governance.equipoise import POOL_MARK
 from credit.governance.onramp import intake
 from credit.governance.replay import replay_reviews
-from credit.journal import GroupConflictError, InMemoryStore, JournalError, SqlStore, open_store
+from credit.journal import (
+    CONFLICT_ATTEMPTS,
+    GroupConflictError,
+    InMemoryStore,
+    JournalError,
+    SqlStore,
+    open_store,
+)
 from credit.journal.base import Store
 from credit.kinds import DECISION_RECORDED, INTAKE_ACCEPTED, NOTICE_SENT
 from credit.notices import DirectoryOutbox
 from credit.pipeline import (
-    CONFLICT_ATTEMPTS,
     BatchLine,
     FailedCase,
     Pipeline,

@@ -53,7 +53,12 @@ from credit.governance.safety import (
     journal_ethics,
 )
 from credit.guardrails.verifier import Verifier
-from credit.journal.base import ChainReport, GroupConflictError, JournalError, Store
+from credit.journal.base import (
+    ChainReport,
+    JournalError,
+    Store,
+    conflict_attempts,
+)
 from credit.lifecycle import CaseLife
 from credit.notices.outbox import Outbox
 from credit.policy import PolicyRegistry
@@ -83,12 +88,10 @@ Progress = Callable[[str, int, int], None]  # (phase, done, total)
 # bounded amount of work; a crash loses at most the group under way.
 GROUP_SIZE: Final = 250
 
-# How many times a group whose cases another writer moved meanwhile is done again
-# before the run stops (GroupConflictError): a worker of a run owns its cases, so only
-# a person acting on one of them at the same instant, or a second run of the same
-# batch, moves one.
-CONFLICT_ATTEMPTS: Final = 5
-
+# A group whose cases another writer moved meanwhile is done again, at most
+# CONFLICT_ATTEMPTS times in all, before the run stops (GroupConflictError): a worker
+# of a run owns its cases, so only a person acting on one of them at the same instant,
+# or a second run of the same batch, moves one.
 # The stages a run counts for its progress, and how often the parent of a run's
 # workers reads their counts (seconds).
 _PHASES: Final = ("intake", "underwrite", "review", "ethics")
@@ -622,21 +625,15 @@ class Pipeline:
         failed on a case's own content."""
         ids = [c for c in map(_case_id_of, (g.raw for g in group)) if c is not None]
         counters = (self._taken, self._underwritten)
-        for attempt in itertools.count(1):
-            part = RunSummary()
-            try:
-                with self.store.group_commit(ids, deferred=True):
-                    lines_of = self._take_in(group, source, part, seen)
-                    stopped = await self._underwrite(list(lines_of))
-            except GroupConflictError:
-                if attempt >= CONFLICT_ATTEMPTS:
-                    raise
-                self._taken, self._underwritten = counters
-                continue
-            summary.absorb(part)
-            seen.update(lines_of)
-            return lines_of, stopped
-        raise AssertionError("unreachable")  # pragma: no cover
+        for attempt in conflict_attempts():
+            with attempt, self.store.group_commit(ids, deferred=True):
+                self._taken, self._underwritten = counters  # what an attempt counted
+                part = RunSummary()
+                lines_of = self._take_in(group, source, part, seen)
+                stopped = await self._underwrite(list(lines_of))
+        summary.absorb(part)
+        seen.update(lines_of)
+        return lines_of, stopped
 
     def _reviewed_group(self, case_ids: Sequence[str], pool: ComparisonPool) -> list[str]:
         """Stage 3 for a group's cases, in one deferred group commit after their
@@ -644,15 +641,11 @@ class Pipeline:
         only, and its review depends on the journal alone), done again if another
         writer moved one of its cases meanwhile."""
         reviewed = self._reviewed
-        for attempt in itertools.count(1):
-            try:
-                with self.store.group_commit(case_ids, deferred=True):
-                    return self._review(case_ids, pool)
-            except GroupConflictError:
-                if attempt >= CONFLICT_ATTEMPTS:
-                    raise
-                self._reviewed = reviewed
-        raise AssertionError("unreachable")  # pragma: no cover
+        for attempt in conflict_attempts():
+            with attempt, self.store.group_commit(case_ids, deferred=True):
+                self._reviewed = reviewed  # what an attempt counted
+                done = self._review(case_ids, pool)
+        return done
 
     def summarise(
         self,

@@ -5,6 +5,7 @@
 """
 
 from credit.journal.base import (
+    CONFLICT_ATTEMPTS,
     DECISION_KIND,
     GENESIS_HASH,
     ChainReport,
@@ -16,6 +17,7 @@ from credit.journal.base import (
     JournalError,
     Store,
     SystemClock,
+    conflict_attempts,
     entry_hash,
     verify_chain,
 )
@@ -28,6 +30,7 @@ from credit.journal.sql import (
 )
 
 __all__ = [
+    "CONFLICT_ATTEMPTS",
     "DATABASE_URL_ENV",
     "DECISION_KIND",
     "DEFAULT_DATABASE_URL",
@@ -42,6 +45,7 @@ __all__ = [
     "SqlStore",
     "Store",
     "SystemClock",
+    "conflict_attempts",
     "entry_hash",
     "open_store",
     "resolve_url",

@@ -55,11 +55,13 @@ from credit.journal.tree import covering_checkpoint, sign_head
 from credit.kinds import DECISION_RECORDED, INTAKE_ACCEPTED
 
 __all__ = [
+    "CONFLICT_ATTEMPTS",
     "DECISION_KIND",
     "GENESIS_HASH",
     "CaseFile",
     "ChainReport",
     "Clock",
+    "ConflictAttempt",
     "DecisionAlreadyRecordedError",
     "Entry",
     "GroupConflictError",
@@ -71,6 +73,7 @@ __all__ = [
     "SystemClock",
     "audit_entries",
     "authenticate",
+    "conflict_attempts",
     "entry_hash",
     "verify_chain",
 ]
@@ -111,6 +114,55 @@ class GroupConflictError(JournalError):
             "do its work again",
             case_id=self.case_ids[0] if len(self.case_ids) == 1 else None,
         )
+
+
+# How many times a deferred group's work is done again when another writer moved one
+# of its cases (conflict_attempts): a tuning of the machinery, not a policy.
+CONFLICT_ATTEMPTS: Final = 5
+
+
+class ConflictAttempt:
+    """One attempt at a deferred group's work (:func:`conflict_attempts`): a
+    :class:`GroupConflictError` raised inside it ends the attempt quietly, unless it
+    is the last one, and the next attempt starts."""
+
+    __slots__ = ("conflicted", "last")
+
+    def __init__(self, *, last: bool) -> None:
+        self.last = last
+        self.conflicted = False
+
+    def __enter__(self) -> ConflictAttempt:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, err: object, tb: object) -> bool:
+        if kind is not None and issubclass(kind, GroupConflictError) and not self.last:
+            self.conflicted = True
+            return True
+        return False
+
+
+def conflict_attempts(attempts: int = CONFLICT_ATTEMPTS) -> Iterator[ConflictAttempt]:
+    """Attempts at a deferred group's work, each done from the start, until one
+    commits: another writer that moved one of the group's cases meanwhile
+    (:class:`GroupConflictError`: nothing of the group was written) makes the work be
+    done again, reading what that writer wrote, at most ``attempts`` times in all (the
+    last attempt's conflict is raised). The one form for synchronous and asynchronous
+    work::
+
+        for attempt in conflict_attempts():
+            with attempt, store.group_commit(case_ids, deferred=True):
+                ...  # set up anything an attempt counts at its start
+
+    The loop ends after the first attempt that did not conflict; any other error ends
+    it at once."""
+    if attempts < 1:
+        raise ValueError(f"attempts must be at least 1, not {attempts}")
+    for number in range(1, attempts + 1):
+        attempt = ConflictAttempt(last=number == attempts)
+        yield attempt
+        if not attempt.conflicted:
+            return
 
 
 class StaleCaseError(JournalError):
