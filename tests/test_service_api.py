@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -318,6 +319,26 @@ def test_a_decide_killed_before_its_review_commits_leaves_nothing_and_decides_on
     kinds = [e.kind for e in api.store.entries("API-KILLED-1")]
     assert kinds.count("decision.recorded") == 1 and kinds.count("underwriter.turn") == 1
     assert "notice.sent" in kinds and again.json()["life"] == "notified"
+    assert api.store.verify().ok
+
+
+def test_the_same_case_posted_by_many_clients_at_once_is_taken_in_once(api: Api) -> None:
+    case = approvable("API-INTAKE-RACE")
+    meet = threading.Barrier(6, timeout=30)
+    taken: list[bool] = []
+
+    def post() -> None:
+        meet.wait()
+        taken.append(api.app.state.service.take_in(dict(case))["takenIn"])
+
+    threads = [threading.Thread(target=post) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert sorted(taken) == [False] * 5 + [True]
+    kinds = [e.kind for e in api.store.entries("API-INTAKE-RACE")]
+    assert kinds.count("intake.accepted") == 1
     assert api.store.verify().ok
 
 
