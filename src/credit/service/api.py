@@ -45,6 +45,7 @@ from credit.service.auth import Principal, Role, require_roles
 from credit.service.cases import CaseService
 from credit.service.pdf import notice_pdf
 from credit.service.wire import WireJSONResponse
+from credit.service.writes import JOURNAL_WRITE
 
 __all__ = ["ROUTE_ROLES", "router", "service_openapi"]
 
@@ -238,6 +239,8 @@ def _route(
         methods=[method],
         responses={**_errors(*statuses), **(extra_responses or {})},
         response_class=WireJSONResponse,
+        # every POST writes the journal: a few at a time (credit.service.writes)
+        dependencies=[JOURNAL_WRITE] if method == "POST" else None,
         **kwargs,
     )
 

@@ -27,6 +27,7 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any, Final
 
+import anyio
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -307,6 +308,9 @@ def create_app(
             # Finish what a killed worker left half way (a review, a notice): the system
             # does it, at start-up, never a person.
             _app.state.service.start()
+            # The requests that write the journal, a few at a time (docs/service.md,
+            # "Writes at once"): made here, on the worker's event loop.
+            _app.state.writes = anyio.CapacityLimiter(settings.concurrent_writes)
             if freeze_gc:
                 # A served worker's start-up objects (modules, models and their schemas,
                 # the policies) live as long as it does: kept out of every collection,

@@ -71,6 +71,7 @@ from credit.service.auth import (
 )
 from credit.service.cases import CaseService
 from credit.service.roles import Principal, Role
+from credit.service.writes import JOURNAL_WRITE
 
 __all__ = ["CONSOLE_ROLES", "MAX_REASON_CHARS", "csrf_token_for", "router"]
 
@@ -609,7 +610,7 @@ def _officer_gate(request: Request, case_id: str, csrf_token: str) -> Principal 
 _MONEY: Final = re.compile(r"^[0-9]{1,12}(\.[0-9]{1,2})?$")
 
 
-@router.post("/cases/{case_id}/decide", response_class=HTMLResponse)
+@router.post("/cases/{case_id}/decide", response_class=HTMLResponse, dependencies=[JOURNAL_WRITE])
 async def officer_decides(request: Request, case_id: str) -> Response:
     """A credit officer's decision from the case page's form."""
     form = await request.form()
@@ -660,7 +661,7 @@ async def officer_decides(request: Request, case_id: str) -> Response:
     return _page(request, "case.html", principal, status_code=status_code, view=view, error=error)
 
 
-@router.post("/cases/{case_id}/withdraw", response_class=HTMLResponse)
+@router.post("/cases/{case_id}/withdraw", response_class=HTMLResponse, dependencies=[JOURNAL_WRITE])
 def officer_withdraws(
     request: Request,
     case_id: str,
@@ -683,7 +684,7 @@ def officer_withdraws(
     return _back_to(service, case_id, before)
 
 
-@router.post("/cases/{case_id}/release", response_class=HTMLResponse)
+@router.post("/cases/{case_id}/release", response_class=HTMLResponse, dependencies=[JOURNAL_WRITE])
 def release_case(
     request: Request,
     case_id: str,
@@ -693,7 +694,7 @@ def release_case(
     return _decide(request, case_id, reason, csrf_token, release=True)
 
 
-@router.post("/cases/{case_id}/reject", response_class=HTMLResponse)
+@router.post("/cases/{case_id}/reject", response_class=HTMLResponse, dependencies=[JOURNAL_WRITE])
 def reject_case(
     request: Request,
     case_id: str,
