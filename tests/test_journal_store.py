@@ -472,6 +472,7 @@ def test_the_journal_package_exports_exactly_its_public_surface() -> None:
     import credit.journal
 
     assert set(credit.journal.__all__) == {
+        "CONFLICT_ATTEMPTS",
         "DATABASE_URL_ENV",
         "DECISION_KIND",
         "DEFAULT_DATABASE_URL",
@@ -486,6 +487,7 @@ def test_the_journal_package_exports_exactly_its_public_surface() -> None:
         "SqlStore",
         "Store",
         "SystemClock",
+        "conflict_attempts",
         "entry_hash",
         "open_store",
         "resolve_url",
