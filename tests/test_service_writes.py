@@ -86,3 +86,8 @@ def test_the_number_of_writes_at_once_is_read_from_the_environment(
         with pytest.raises(InputError, match=r"\$CREDIT_CONCURRENT_WRITES") as raised:
             ServiceSettings.from_env()
         assert raised.value.field == "CREDIT_CONCURRENT_WRITES"
+    monkeypatch.setenv("CREDIT_CONCURRENT_WRITES", "3")
+    monkeypatch.setenv("CREDIT_SESSION_SECRET", "too short")  # any setting refused
+    with pytest.raises(InputError, match=r"\$CREDIT_SESSION_SECRET: String") as raised:
+        ServiceSettings.from_env()
+    assert raised.value.field == "CREDIT_SESSION_SECRET"

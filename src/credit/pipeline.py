@@ -88,10 +88,6 @@ Progress = Callable[[str, int, int], None]  # (phase, done, total)
 # bounded amount of work; a crash loses at most the group under way.
 GROUP_SIZE: Final = 250
 
-# A group whose cases another writer moved meanwhile is done again, at most
-# CONFLICT_ATTEMPTS times in all, before the run stops (GroupConflictError): a worker
-# of a run owns its cases, so only a person acting on one of them at the same instant,
-# or a second run of the same batch, moves one.
 # The stages a run counts for its progress, and how often the parent of a run's
 # workers reads their counts (seconds).
 _PHASES: Final = ("intake", "underwrite", "review", "ethics")
@@ -621,8 +617,10 @@ class Pipeline:
         done without the journal's write lock, the entries sequenced at its commit),
         done again from the start if another writer moved one of its cases meanwhile
         (:class:`~credit.journal.base.GroupConflictError`: nothing of it was written,
-        nothing of it counted). Returns its cases' lines, and the errors of turns that
-        failed on a case's own content."""
+        nothing of it counted), at most ``CONFLICT_ATTEMPTS`` times in all before the run
+        stops: a worker owns its cases, so only a person acting on one of them at the
+        same instant, or a second run of the same batch, moves one. Returns its cases'
+        lines, and the errors of turns that failed on a case's own content."""
         ids = [c for c in map(_case_id_of, (g.raw for g in group)) if c is not None]
         counters = (self._taken, self._underwritten)
         for attempt in conflict_attempts():
