@@ -70,9 +70,15 @@ def imported_after(code: str) -> set[str]:
 
 
 def heavy_in(modules: Iterable[str]) -> list[str]:
-    """The heavy libraries among ``modules`` (a package or any module under it)."""
+    """The heavy libraries among ``modules`` (a package or any module under it). The
+    name of pydantic's plugin loader is not counted: the command line puts its own
+    stand-in there (``credit.cli._STAND_IN``), and pydantic imported would add others."""
     return sorted(
-        {m.split(".")[0] for m in modules if m.split(".")[0] in HEAVY},
+        {
+            m.split(".")[0]
+            for m in modules
+            if m.split(".")[0] in HEAVY and m != cli_app.PLUGIN_LOADER
+        },
     )
 
 
@@ -244,6 +250,7 @@ def test_credit_decide_imports_no_journal_service_or_frame_library(
     # the policy, the case limits and the bureau formats read from the parse cache
     assert [m for m in heavy_in(modules) if m not in TYPERS_OWN] == []
     assert not any(m.startswith(("credit.journal", "credit.service")) for m in modules)
+    assert "importlib.metadata" not in modules  # no search for pydantic's plugins
 
 
 def test_credit_verify_imports_no_journal_service_or_frame_library(
@@ -268,6 +275,7 @@ def test_credit_verify_imports_no_journal_service_or_frame_library(
     assert not any(m.startswith(("credit.journal", "credit.service")) for m in modules)
     # a notice's expectation needs the application's model, not a whole case's
     assert "credit.application" in modules and "credit.models" not in modules
+    assert "importlib.metadata" not in modules  # no search for pydantic's plugins
 
 
 # ---------------------------------------------------------------- the collector
@@ -494,3 +502,64 @@ def test_an_operator_who_sets_the_switch_gets_the_plugins_they_asked_for(
     _decide_the_first_example(tmp_path)
     seen = spy_plugin.read_text(encoding="utf-8")
     assert "'monitoring': {'race': 'Black or African American'" in seen
+
+
+# ---------------------------------------------------------------- the plugin loader's stand-in
+
+_PLUGINS_OF = """
+import importlib, json, os, sys
+answers = {}
+for value in json.loads(sys.argv[1]):
+    os.environ["PYDANTIC_DISABLE_PLUGINS"] = value
+    loader = importlib.import_module("pydantic.plugin._loader")
+    answers[value] = [type(p).__name__ for p in loader.get_plugins()]
+print(json.dumps(answers))
+"""
+
+
+def _plugins_of(code: str, values: list[str]) -> dict[str, list[str]]:
+    """What ``get_plugins`` answers for each switch value, in a fresh interpreter that
+    ran ``code`` first."""
+    probe = textwrap.dedent(code) + _PLUGINS_OF
+    done = subprocess.run(
+        [sys.executable, "-c", probe, json.dumps(values)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    answers: dict[str, list[str]] = json.loads(done.stdout.splitlines()[-1])
+    return answers
+
+
+def test_the_stand_in_answers_as_pydantic_s_own_loader_while_plugins_are_off(
+    spy_plugin: Path,
+) -> None:
+    """For each value that switches every plugin off, pydantic's loader finds none (with
+    one installed), and so does the stand-in the command line puts in its place."""
+    off = list(cli_app.PLUGINS_OFF)
+    assert _plugins_of("", off) == {value: [] for value in off}
+    assert _plugins_of("import credit.cli", off) == {value: [] for value in off}
+
+
+def test_the_switch_turned_on_after_start_up_gets_the_real_loader_and_its_plugins(
+    spy_plugin: Path,
+) -> None:
+    """The stand-in is not a second switch: once the switch lets plugins in, the real
+    loader answers (and finds the installed spy), and stays in the stand-in's place."""
+    answers = _plugins_of(
+        """
+        import sys
+        import credit.cli
+        assert sys.modules["pydantic.plugin._loader"] is credit.cli._STAND_IN
+        """,
+        ["__all__", "", "__all__"],
+    )
+    assert answers == {"__all__": [], "": ["_Spy"]}  # the last "__all__": the real loader's ()
+
+
+def test_the_stand_in_is_not_put_in_where_the_operator_lets_plugins_in(
+    spy_plugin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(cli_app.PLUGINS_SWITCH, "")
+    modules = imported_after("import credit.cli\nimport pydantic\npydantic.TypeAdapter(int)")
+    assert "importlib.metadata" in modules
