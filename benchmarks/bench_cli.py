@@ -14,7 +14,14 @@ Goal: each command under 200 ms. Prints one line beginning ``cli start:``, then 
 beginning ``cli start cpu:`` with the CPU time (user + system) of the same runs, best
 of 5 (steadier than wall time on a shared machine), and each command's first run from
 an empty start-up cache (``$CREDIT_CACHE_DIR``: the data's parse, made by
-that run; the first run after an install or a data change). The
+that run; the first run after an install or a data change); then ``cli start floor:``,
+the floor the command-line library sets: ``import credit.cli, typer._adapters`` (the
+command line's process set-up and typer, with the pydantic that typer imports to coerce
+any command's parameters, and nothing of the core), best of 5, and what each command
+takes over it (its own imports, data and work); then, where valgrind is installed,
+``cli start instructions:``, the instructions each of the same commands and the floor
+executes (callgrind, ``PYTHONHASHSEED=0``, the warm start-up cache): unlike the times,
+they do not move with the machine's load, so a change of a few milliseconds shows. The
 timed runs use a cache of their own, made by the runs before them. Exits non-zero
 (CalledProcessError) if a command does not answer as it should (verify must pass,
 decide must print one decision).
@@ -32,8 +39,15 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from instructions import refs_in  # beside this file
+
 ROUNDS = 5
 GOAL_MS = 200
+# The floor the command-line library sets: the command line's process set-up (the
+# collector put off, pydantic's plugins off) and typer, with what typer imports to coerce
+# a parameter (typer 0.29 builds a pydantic TypeAdapter for each), and nothing else.
+FLOOR = "import credit.cli, typer._adapters"
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "cases.jsonl"
 
 
@@ -63,6 +77,20 @@ def timed_ms(
         wall = min(wall, time.perf_counter() - started)
         cpu = min(cpu, _children_cpu() - cpu_before)
     return wall * 1000, cpu * 1000
+
+
+def instructions(argv: Sequence[str]) -> int:
+    """The instructions one run of ``argv`` executes, counted by callgrind (it must exit
+    0), with a fixed hash seed."""
+    done = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
+        env={**os.environ, "PYTHONHASHSEED": "0"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        check=True,
+    )
+    return refs_in(done.stderr)
 
 
 def best_ms(argv: Sequence[str], rounds: int = ROUNDS) -> float:
@@ -108,12 +136,21 @@ def main() -> None:
                 if name != "--help"
             }
             timed = {name: timed_ms(argv) for name, argv in argvs.items()}
+            counts = (
+                {
+                    "floor": instructions([sys.executable, "-c", FLOOR]),
+                    **{name: instructions(argv) for name, argv in argvs.items()},
+                }
+                if shutil.which("valgrind")
+                else {}
+            )
         finally:
             if cache_env is None:
                 os.environ.pop("CREDIT_CACHE_DIR", None)
             else:
                 os.environ["CREDIT_CACHE_DIR"] = cache_env
     baseline, baseline_cpu = timed_ms([sys.executable, "-c", "pass"])
+    floor, floor_cpu = timed_ms([sys.executable, "-c", FLOOR])
     figures = {name: wall for name, (wall, _) in timed.items()}
     low, high = min(figures.values()) / baseline, max(figures.values()) / baseline
     commands = ", ".join(f"{name} {ms:.0f} ms" for name, ms in figures.items())
@@ -129,6 +166,16 @@ def main() -> None:
         f"start-up cache (wall): {first}",
         flush=True,
     )
+    over = ", ".join(f"{name} {ms - floor:.0f} ms" for name, ms in figures.items())
+    print(
+        f"cli start floor: the command line with typer and the pydantic it coerces "
+        f"parameters with, nothing of the core, {floor:.0f} ms (cpu {floor_cpu:.0f} ms), "
+        f"{floor / GOAL_MS:.0%} of the goal; each command over it: {over}",
+        flush=True,
+    )
+    if counts:
+        listed = ", ".join(f"{name} {n / 1e6:,.1f}" for name, n in counts.items())
+        print(f"cli start instructions (millions, callgrind): {listed}", flush=True)
 
 
 if __name__ == "__main__":
