@@ -563,3 +563,31 @@ def test_the_stand_in_is_not_put_in_where_the_operator_lets_plugins_in(
     monkeypatch.setenv(cli_app.PLUGINS_SWITCH, "")
     modules = imported_after("import credit.cli\nimport pydantic\npydantic.TypeAdapter(int)")
     assert "importlib.metadata" in modules
+
+
+def test_threads_turning_the_switch_on_at_once_share_one_real_loader(
+    spy_plugin: Path,
+) -> None:
+    """Models built on several threads at once after the switch is turned on: none
+    fails, one real loader takes the stand-in's place, and it then finds the plugin.
+    (While one thread loads the plugins, pydantic's loader answers the others with
+    none: its own way, not the stand-in's.)"""
+    probe = """
+import json, os, sys, threading
+import credit.cli
+os.environ["PYDANTIC_DISABLE_PLUGINS"] = ""
+start, answers, loaders = threading.Barrier(8), [], []
+def build():
+    start.wait()
+    answers.append([type(p).__name__ for p in credit.cli._plugins_now()])
+    loaders.append(id(sys.modules["pydantic.plugin._loader"]))
+threads = [threading.Thread(target=build) for _ in range(8)]
+for t in threads: t.start()
+for t in threads: t.join()
+print(json.dumps({"answers": len(answers), "loaders": len(set(loaders)),
+                  "stand_in": sys.modules["pydantic.plugin._loader"] is credit.cli._STAND_IN,
+                  "then": [type(p).__name__ for p in credit.cli._plugins_now()]}))
+"""
+    done = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True)
+    found = json.loads(done.stdout.splitlines()[-1])
+    assert found == {"answers": 8, "loaders": 1, "stand_in": False, "then": ["_Spy"]}

@@ -40,6 +40,7 @@ import gc
 import importlib
 import os
 import sys
+import threading
 import traceback
 from typing import TYPE_CHECKING, Annotated, Any, Final
 
@@ -106,9 +107,14 @@ def _plugins_now() -> Any:
     real loader's answer, the real loader taking the stand-in's place from then on."""
     if os.environ.get(PLUGINS_SWITCH) in PLUGINS_OFF:
         return ()
-    if sys.modules.get(PLUGIN_LOADER) is _STAND_IN:
-        del sys.modules[PLUGIN_LOADER]
-    return importlib.import_module(PLUGIN_LOADER).get_plugins()
+    with _HANDING_OVER:  # models may be built on several threads at once
+        if sys.modules.get(PLUGIN_LOADER) is _STAND_IN:
+            del sys.modules[PLUGIN_LOADER]
+        loader = importlib.import_module(PLUGIN_LOADER)
+    return loader.get_plugins()
+
+
+_HANDING_OVER: Final = threading.Lock()
 
 
 _STAND_IN: Final = type(sys)(PLUGIN_LOADER, "Stands in for pydantic's plugin loader.")
