@@ -41,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from instructions import refs_in  # beside this file
+from instructions import instructions_of  # beside this file
 
 ROUNDS = 5
 GOAL_MS = 200
@@ -88,15 +88,7 @@ def timed_ms(
 def instructions(argv: Sequence[str]) -> int:
     """The instructions one run of ``argv`` executes, counted by callgrind (it must exit
     0), with a fixed hash seed."""
-    done = subprocess.run(
-        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
-        env={**os.environ, "PYTHONHASHSEED": "0"},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        check=True,
-    )
-    return refs_in(done.stderr)
+    return instructions_of(list(argv), {**os.environ, "PYTHONHASHSEED": "0"})
 
 
 def best_ms(argv: Sequence[str], rounds: int = ROUNDS) -> float:

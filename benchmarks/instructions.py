@@ -84,16 +84,21 @@ def counted(cases: int, source: Path | None) -> int:
     }
     if source is not None:
         env["PYTHONPATH"] = str(source)
+    return instructions_of(
+        [sys.executable, str(Path(__file__).resolve()), "--child", str(cases)], env
+    )
+
+
+def instructions_of(argv: list[str], env: dict[str, str]) -> int:
+    """The instructions one run of ``argv`` executes under callgrind (SystemExit with
+    its stderr if it fails)."""
     with tempfile.TemporaryDirectory(prefix="credit-callgrind-") as folder:
         done = subprocess.run(
             [
                 "valgrind",
                 "--tool=callgrind",
                 f"--callgrind-out-file={Path(folder) / 'callgrind.out'}",
-                sys.executable,
-                str(Path(__file__).resolve()),
-                "--child",
-                str(cases),
+                *argv,
             ],
             env=env,
             capture_output=True,

@@ -15,6 +15,7 @@ import sys
 import textwrap
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import grimp
 import pytest
@@ -62,11 +63,18 @@ TYPERS_OWN = ("pydantic", "pydantic_core", "typing_inspection", "annotated_types
 LIGHT_CREDIT = ("credit", "credit._exports", "credit.cli", "credit.errors")
 
 
+def probed(probe: str, *argv: str) -> Any:
+    """The JSON a fresh interpreter prints last after running ``probe`` with ``argv``."""
+    done = subprocess.run(
+        [sys.executable, "-c", probe, *argv], check=True, capture_output=True, text=True
+    )
+    return json.loads(done.stdout.splitlines()[-1])
+
+
 def imported_after(code: str) -> set[str]:
     """The modules a fresh interpreter has imported once ``code`` has run."""
     probe = textwrap.dedent(code) + "\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))\n"
-    done = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True)
-    return set(json.loads(done.stdout.splitlines()[-1]))
+    return set(probed(probe))
 
 
 def heavy_in(modules: Iterable[str]) -> list[str]:
@@ -296,8 +304,7 @@ def _collector_after(code: str, then: str = "") -> dict[str, object]:
             """
         )
     )
-    done = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True)
-    found: dict[str, object] = json.loads(done.stdout.splitlines()[-1])
+    found: dict[str, object] = probed(probe)
     return found
 
 
@@ -520,14 +527,7 @@ print(json.dumps(answers))
 def _plugins_of(code: str, values: list[str]) -> dict[str, list[str]]:
     """What ``get_plugins`` answers for each switch value, in a fresh interpreter that
     ran ``code`` first."""
-    probe = textwrap.dedent(code) + _PLUGINS_OF
-    done = subprocess.run(
-        [sys.executable, "-c", probe, json.dumps(values)],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    answers: dict[str, list[str]] = json.loads(done.stdout.splitlines()[-1])
+    answers: dict[str, list[str]] = probed(textwrap.dedent(code) + _PLUGINS_OF, json.dumps(values))
     return answers
 
 
@@ -588,6 +588,5 @@ print(json.dumps({"answers": len(answers), "loaders": len(set(loaders)),
                   "stand_in": sys.modules["pydantic.plugin._loader"] is credit.cli._STAND_IN,
                   "then": [type(p).__name__ for p in credit.cli._plugins_now()]}))
 """
-    done = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True)
-    found = json.loads(done.stdout.splitlines()[-1])
+    found = probed(probe)
     assert found == {"answers": 8, "loaders": 1, "stand_in": False, "then": ["_Spy"]}

@@ -99,6 +99,7 @@ def _no_validation_plugins() -> None:
 # ``pydantic.plugin._loader.get_plugins``); any other value names plugins to leave out.
 PLUGINS_OFF: Final = ("__all__", "1", "true")
 PLUGIN_LOADER: Final = "pydantic.plugin._loader"
+_HANDING_OVER: Final = threading.Lock()  # models may be built on several threads at once
 
 
 def _plugins_now() -> Any:
@@ -107,14 +108,11 @@ def _plugins_now() -> Any:
     real loader's answer, the real loader taking the stand-in's place from then on."""
     if os.environ.get(PLUGINS_SWITCH) in PLUGINS_OFF:
         return ()
-    with _HANDING_OVER:  # models may be built on several threads at once
+    with _HANDING_OVER:
         if sys.modules.get(PLUGIN_LOADER) is _STAND_IN:
             del sys.modules[PLUGIN_LOADER]
         loader = importlib.import_module(PLUGIN_LOADER)
     return loader.get_plugins()
-
-
-_HANDING_OVER: Final = threading.Lock()
 
 
 _STAND_IN: Final = type(sys)(PLUGIN_LOADER, "Stands in for pydantic's plugin loader.")
