@@ -70,9 +70,32 @@ def test_a_string_that_spells_a_placeholder_is_written_as_the_string_it_is() -> 
         {forged: Decimal("7")},  # as a key
         [forged],  # with no Decimal at all
         [f"x{forged}", Decimal("2")],
+        [Decimal("3"), f"\x00{nonce}:1\x00"],  # the next index, after a real one
+        [f"\x00{nonce}:1\x00", Decimal("3"), Decimal("4")],  # an index out of order
+        {"b": Decimal("5"), forged: "a"},  # a key that sorts before the real one
+        [Decimal("6"), f"{nonce}"],  # the nonce alone
     ):
         assert dumps(value) == reference_dumps(value)
         assert loads(dumps(value)) == loads(reference_dumps(value))
+
+
+@settings(max_examples=100)
+@given(values, st.booleans())
+def test_without_json_s_c_accelerator_the_fast_path_writes_the_same(
+    value: Any, sort_keys: bool
+) -> None:
+    """An interpreter whose json has no C encoder takes JSONEncoder's own path."""
+    expected = reference_dumps(value, sort_keys=sort_keys)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(canonical, "c_make_encoder", None)
+        assert dumps(value, sort_keys=sort_keys) == expected
+
+
+def test_a_value_that_holds_itself_is_refused() -> None:
+    circle: list[Any] = [Decimal("1")]
+    circle.append(circle)
+    with pytest.raises(ValueError, match="Circular reference"):
+        dumps(circle)
 
 
 @pytest.mark.parametrize(

@@ -10,11 +10,10 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import re
 import secrets
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
-from json.encoder import encode_basestring
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any, Final
 
 __all__ = ["canonical_bytes", "dumps", "json_string", "loads", "reference_dumps", "sha256_hex"]
@@ -79,10 +78,18 @@ def reference_dumps(obj: Any, *, sort_keys: bool = False) -> str:
 # The fast path: the standard library's C encoder, each Decimal first written as a
 # placeholder string that names this process's random nonce and the Decimal's index,
 # then each placeholder (as the encoder writes it, quotes and escaped NULs) replaced by
-# the Decimal's exact digits. A string in the data that spells a placeholder would be
-# counted as one too: then the counts differ and the reference encoder writes the text.
+# the Decimal's exact digits. The encoder meets the values in the order it writes them,
+# so the placeholders stand in the text in the order of their indices. A string in the
+# data that spells a placeholder, or holds the nonce at all, makes the count or the
+# final check fail: then the reference encoder writes the text.
+#
+# The encoder is the one json.dumps builds for these options (no indent, compact
+# separators, circles refused), made here directly: the JSONEncoder object and its
+# Python setup around the C encoder cost about as much as encoding a small object (a
+# journal entry's reference, say).
 _NONCE: Final = secrets.token_hex(16)
-_PLACEHOLDER: Final = re.compile(r'"\\u0000' + _NONCE + r':(\d+)\\u0000"')
+_OPEN: Final = '"\\u0000' + _NONCE + ":"  # a placeholder as written, up to its index
+_CLOSE: Final = '\\u0000"'  # and after it
 
 
 def _fast(obj: Any, sort_keys: bool) -> str | None:
@@ -102,24 +109,33 @@ def _fast(obj: Any, sort_keys: bool) -> str | None:
             return list(value)
         raise TypeError(f"cannot encode {type(value).__name__} as canonical JSON")
 
-    text = json.JSONEncoder(
-        ensure_ascii=False,
-        separators=(",", ":"),
-        sort_keys=sort_keys,
-        allow_nan=False,
-        default=default,
-    ).encode(obj)
+    if c_make_encoder is None:  # an interpreter without json's C accelerator
+        encoder = json.JSONEncoder(
+            ensure_ascii=False,
+            separators=(",", ":"),
+            sort_keys=sort_keys,
+            allow_nan=False,
+            default=default,
+        )
+        text = encoder.encode(obj)
+    else:
+        chunks = c_make_encoder(
+            {}, default, encode_basestring, None, ":", ",", sort_keys, False, False
+        )(obj, 0)
+        text = "".join(chunks)
     if not decimals:
         return text if _NONCE not in text else None
-    found = 0
-
-    def digits(match: re.Match[str]) -> str:
-        nonlocal found
-        found += 1
-        return decimals[int(match.group(1))]
-
-    text = _PLACEHOLDER.sub(digits, text)
-    return text if found == len(decimals) and _NONCE not in text else None
+    parts = text.split(_OPEN)
+    if len(parts) != len(decimals) + 1:
+        return None
+    # Each placeholder is then a real one (a string in the data holding one, even
+    # within it, where its quote is escaped, would add a part), so each part after
+    # the first begins with its placeholder's index and close.
+    out = [parts[0]]
+    for index, part in enumerate(parts[1:]):
+        out += (decimals[index], part.partition(_CLOSE)[2])
+    text = "".join(out)
+    return text if _NONCE not in text else None
 
 
 def dumps(obj: Any, *, sort_keys: bool = False) -> str:
