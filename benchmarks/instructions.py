@@ -3,12 +3,12 @@
 Timing the pipeline on a shared machine moves by a fifth or more from run to run, which
 hides a change worth a few percent. The number of instructions the interpreter executes
 for the same work does not depend on the machine's load. This script runs the governed
-pipeline in process (on a fresh SQLite journal, a directory outbox, the generated
-cases of seed 1414) under ``valgrind --tool=callgrind`` twice, over a small and a larger
-batch (the front of one generated batch), with ``PYTHONHASHSEED=0``, no bytecode
-written and no start-up data cache (so neither run leaves work done for the other to
-skip); the difference over the difference in cases is one case's instructions, with
-the interpreter's start-up and imports cancelled out.
+pipeline in process (on a fresh SQLite journal signed with a key of its own, a
+directory outbox, the generated cases of seed 1414) under ``valgrind --tool=callgrind``
+twice, over a small and a larger batch (the front of one generated batch), with
+``PYTHONHASHSEED=0``, no bytecode written and no start-up data cache (so neither run
+leaves work done for the other to skip); the difference over the difference in cases
+is one case's instructions, with the interpreter's start-up and imports cancelled out.
 
     python benchmarks/instructions.py                  # 20 and 120 cases
     python benchmarks/instructions.py --source ../old/src   # the same for another tree
@@ -55,6 +55,8 @@ def child(cases: int) -> None:
     """Run the governed pipeline over ``cases`` generated cases (the counted work)."""
     from credit.examples import generate_cases
     from credit.journal import open_store
+    from credit.journal.keys import keygen
+    from credit.journal.signer import JournalKey
     from credit.notices import DirectoryOutbox
     from credit.pipeline import BatchLine, Pipeline
 
@@ -63,7 +65,9 @@ def child(cases: int) -> None:
     documents = generate_cases(SEED, POOL)[:cases]  # generated in full: the same work
     with tempfile.TemporaryDirectory(prefix="credit-instructions-") as folder:
         root = Path(folder)
-        with open_store(f"sqlite:///{root / 'journal.db'}") as store:
+        # a signing key of the run's own, whatever the folder it is started from holds
+        key = JournalKey(keygen(root / "journal.key", "credit.bench/instructions"))
+        with open_store(f"sqlite:///{root / 'journal.db'}", key=key) as store:
             pipeline = Pipeline(store, DirectoryOutbox(root / "outbox"))
             lines = [BatchLine(i, d) for i, d in enumerate(documents, start=1)]
             summary = pipeline.run(lines)
