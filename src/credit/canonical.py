@@ -80,8 +80,8 @@ def reference_dumps(obj: Any, *, sort_keys: bool = False) -> str:
 # then each placeholder (as the encoder writes it, quotes and escaped NULs) replaced by
 # the Decimal's exact digits. The encoder meets the values in the order it writes them,
 # so the placeholders stand in the text in the order of their indices. A string in the
-# data that spells a placeholder, or holds the nonce at all, makes the count or the
-# final check fail: then the reference encoder writes the text.
+# data that spells a placeholder makes the count differ: then the reference encoder
+# writes the text.
 #
 # The encoder is the one json.dumps builds for these options (no indent, compact
 # separators, circles refused), made here directly: the JSONEncoder object and its
@@ -123,19 +123,19 @@ def _fast(obj: Any, sort_keys: bool) -> str | None:
             {}, default, encode_basestring, None, ":", ",", sort_keys, False, False
         )(obj, 0)
         text = "".join(chunks)
-    if not decimals:
-        return text if _NONCE not in text else None
+    if not decimals:  # nothing put in: the encoder's text is the text (a string that
+        return text  # spells the nonce is written by both encoders alike)
     parts = text.split(_OPEN)
     if len(parts) != len(decimals) + 1:
         return None
     # Each placeholder is then a real one (a string in the data holding one, even
     # within it, where its quote is escaped, would add a part), so each part after
-    # the first begins with its placeholder's index and close.
+    # the first begins with its placeholder's index and close, and the nonce anywhere
+    # else is the data's own text, written by both encoders alike.
     out = [parts[0]]
     for index, part in enumerate(parts[1:]):
         out += (decimals[index], part.partition(_CLOSE)[2])
-    text = "".join(out)
-    return text if _NONCE not in text else None
+    return "".join(out)
 
 
 def dumps(obj: Any, *, sort_keys: bool = False) -> str:
