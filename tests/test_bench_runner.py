@@ -1,4 +1,5 @@
-"""`make bench`'s runner (benchmarks/run.py): a benchmark it loads hands functions of
+"""`make bench`'s runner (benchmarks/run.py): each benchmark in a fresh process, and one
+that fails named without stopping the rest; a benchmark it loads hands functions of
 its own to a process pool (the governed run's ceiling), so they must pickle by name.
 And the bounds the benchmarks print beside the goals they measure: the governed run's
 MCP floor (the tool calls replayed, each answered with its own result) and the
@@ -38,6 +39,56 @@ def test_a_benchmark_the_runner_loads_hands_its_functions_to_a_process_pool_by_n
         assert str(BENCHMARKS) in sys.path and sys.modules["bench_governed"] is governed
     finally:
         sys.modules.pop("bench_governed", None)
+
+
+FRESH = {
+    "bench_a_leaves.py": """
+import sys
+sys.modules["left_by_bench_a"] = sys
+def main():
+    print("a ran")
+""",
+    "bench_b_fails.py": """
+def main():
+    raise SystemExit("b could not measure")
+""",
+    "bench_c_finds.py": """
+import pickle, sys
+def mine():
+    pass
+def main():
+    print("c sees a's module:", "left_by_bench_a" in sys.modules)
+    print("c pickles by name:", pickle.loads(pickle.dumps(mine)) is mine)
+""",
+    "not_a_bench.py": "raise SystemExit('never run')",
+}
+
+
+def test_each_benchmark_runs_in_a_fresh_process_and_one_that_fails_stops_none_after_it(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """What one benchmark leaves in its process (an import, a thread pool that makes
+    process pools spawn) cannot change the figures of the next; a failure is named at
+    the end, after the benchmarks that follow it have run."""
+    for name, text in FRESH.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    assert _runner().run_all(tmp_path) == ["bench_b_fails"]
+    out = capfd.readouterr()
+    assert out.out.splitlines() == [
+        "== bench_a_leaves",
+        "a ran",
+        "== bench_b_fails",
+        "!! bench_b_fails failed (exit code 1)",
+        "== bench_c_finds",
+        "c sees a's module: False",
+        "c pickles by name: True",
+    ]
+    assert "b could not measure" in out.err and "never run" not in out.err
+
+
+def test_the_runner_refuses_what_it_does_not_know(capfd: pytest.CaptureFixture[str]) -> None:
+    assert _runner().main(["--two"]) == 2
+    assert "usage: run.py" in capfd.readouterr().err
 
 
 def test_the_mcp_floor_replays_each_recorded_turn_call_for_call(
