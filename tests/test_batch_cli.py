@@ -115,6 +115,42 @@ def test_the_notices_of_a_batch_verified_on_two_processes_are_the_serial_result(
     )
 
 
+FORKED = """
+import pickle, sys
+from credit.batch.notices import process_context, verify_notices
+from credit.examples import generate_cases
+from credit.models import Case
+
+class Sealed(Case):  # a case that cannot be pickled
+    def __reduce_ex__(self, protocol):
+        raise TypeError("a sealed case was pickled")
+
+assert "polars" not in sys.modules and process_context().get_start_method() == "fork"
+cases = [Sealed.model_validate(d) for d in generate_cases(12, 400)]
+serial = verify_notices(cases, workers=1, chunk_size=60)
+parallel = verify_notices(cases, workers=2, chunk_size=60)
+assert serial.notices > 100 and serial.verified == serial.notices
+assert (parallel.cases, parallel.notices, parallel.verified, parallel.failures) == (
+    serial.cases, serial.notices, serial.verified, serial.failures)
+try:
+    pickle.dumps(cases[0])
+except TypeError as err:
+    print("forked workers read the cases unpickled;", err)
+"""
+
+
+def test_forked_workers_read_the_batch_as_the_fork_left_it_never_pickled() -> None:
+    """Pickling validated cases to the workers took longer than deciding them: forked
+    workers take positions in the batch instead, and give the serial result."""
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-c", FORKED], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ("forked workers read the cases unpickled; a sealed case was pickled\n")
+
+
 def test_the_mutation_suite_on_two_workers_gives_the_serial_results() -> None:
     serial = M.run(GOLDEN_CASES)
     parallel = M.run(GOLDEN_CASES, workers=2)
