@@ -240,6 +240,40 @@ def test_views_are_not_handed_on_past_their_bound(
         assert [e.payload for e in store.entries("A")] == [{"n": 1}]
 
 
+def test_each_view_handed_on_holds_its_cases_last_committed_seq(
+    sql: tuple[SqlStore, str],
+) -> None:
+    """A view a group hands on says how far its case was committed: the cases a group
+    appended to as they stand after it, those it only read as they were read, and a
+    deferred group's own entries at the places its commit gave them (after another
+    writer's)."""
+    store, url = sql
+
+    def handed_on() -> dict[str, int]:
+        carried = store._carried
+        assert carried is not None
+        for view in carried.views.values():  # each as its entries end
+            assert view.committed_seq == (view.entries[-1].seq if view.entries else 0)
+        return {case_id: view.committed_seq for case_id, view in carried.views.items()}
+
+    with store.group_commit(["A", "B"]):
+        store.append("A", "intake.accepted", {"n": 1})
+        store.append("B", "intake.accepted", {"n": 2})
+    assert handed_on() == {"A": 1, "B": 2}
+    with store.group_commit(["A", "B"]):
+        store.entries("B")  # read only
+        store.append("A", "note", {"n": 3}, after=1)
+    assert handed_on() == {"A": 3, "B": 2}
+    with store.group_commit(["A", "B"], deferred=True):
+        store.entries("B")
+        store.append("A", "note", {"n": 4}, after=3)  # at 4 in the group
+        with open_store(url, create=False) as other:  # another writer commits first
+            other.append("C", "intake.accepted", {"n": 5})
+    assert [e.payload for e in store.entries("A")][-1] == {"n": 4}
+    assert store.last_seq("A") == 5
+    assert handed_on() == {"A": 5}  # B, only read, is read again by the next group
+
+
 def test_the_pipeline_in_one_group_writes_what_it_writes_entry_by_entry(
     tmp_path: Path,
 ) -> None:

@@ -963,8 +963,13 @@ class SqlStore:
         views = group.cases
         while len(views) > CARRIED_VIEWS:  # the oldest go first
             del views[next(iter(views))]
-        for view in views.values():
-            view.committed_seq = view.entries[-1].seq if view.entries else 0
+        # A view the group only read holds what was committed when it was read (or
+        # carried), its committed_seq already its last entry's: only those the group
+        # appended to move, not every view carried (up to CARRIED_VIEWS, each commit).
+        for case_id in {entry.case_id for entry in group.added}:
+            view = views.get(case_id) if case_id is not None else None
+            if view is not None:
+                view.committed_seq = view.entries[-1].seq if view.entries else 0
         monitoring = {
             name: data for name, data in group.monitoring.items() if vault_case(name) in views
         }
