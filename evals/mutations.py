@@ -63,9 +63,7 @@ order.
 from __future__ import annotations
 
 import json
-import multiprocessing
 import re
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -73,6 +71,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
 
+from credit.batch.notices import process_context
 from credit.cases import CaseLine, iter_cases
 from credit.catalogue import Catalogue, ReasonEntry, default_catalogue
 from credit.errors import MutationHarnessError
@@ -840,11 +839,9 @@ def _genuine_chunk(
 
 def _in_pool(workers: int, fn: Callable[..., Any], calls: list[tuple[Any, ...]]) -> list[Any]:
     """``fn(*call)`` for each call on ``workers`` processes, results in call order.
-    Forked where safe (no Arrow thread pool loaded in this process), else spawned."""
-    threaded = any(name in sys.modules for name in ("polars", "pyarrow"))
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods and not threaded else "spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    Forked where safe (no Arrow thread pool loaded in this process), else spawned
+    (:func:`credit.batch.notices.process_context`)."""
+    with ProcessPoolExecutor(max_workers=workers, mp_context=process_context()) as pool:
         futures = [pool.submit(_captured, fn, *call) for call in calls]
         outcomes = [future.result() for future in futures]
     for outcome in outcomes:  # the first chunk's error, in order, as a serial run raises
