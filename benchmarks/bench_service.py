@@ -8,8 +8,10 @@ taken in, decided, read back, and, for a released decline or counteroffer, its n
 is read (verified on demand) and sent; then 50 more cases with one client. Prints the
 throughput and p50/p99/max latency per endpoint of each phase (with one client the p99
 of 50 requests is the worst of them), and the line ``service decide:`` (decide's
-p99 at 32 clients and with one, against the status read's p99 in the same run), then
-checks the journal: every case taken in and decided exactly once
+p99 at 32 clients and with one, against the status read's p99 in the same run; and
+intake's p99 at 32 clients, as a worker carries on the cases it holds before it takes
+a new one in, so a saturated server's queueing is at intake: ``credit.service.writes``),
+then checks the journal: every case taken in and decided exactly once
 (``intake.accepted`` and ``decision.recorded`` once each), every notice sent once, the
 chain verifies. Exits non-zero (AssertionError) if any of that fails. Bounded: a fixed
 number of cases, a timeout on every request, and the server stopped at the end.
@@ -308,11 +310,14 @@ def run(label: str, url: str, schema: str | None, tmp: Path, cases: list[dict[st
     status = percentile(rec.latency["GET /cases/{id}"], 99) * 1000
     decide_one = percentile(single.latency["POST /decide"], 99) * 1000
     status_one = percentile(single.latency["GET /cases/{id}"], 99) * 1000
+    intake = percentile(rec.latency["POST /v1/cases"], 99) * 1000
     print(
         f"service decide: {label} p99 {decide:,.0f} ms at {CLIENTS} clients (goal 100 ms), "
         f"{decide_one:,.0f} ms with one client over {SINGLE_CASES} cases (goal 20 ms); "
         f"baseline the status read in the same run, p99 {status:,.0f} ms / {status_one:,.0f} "
-        f"ms (goal 10 ms); ratio {decide / status:.1f}x / {decide_one / status_one:.1f}x"
+        f"ms (goal 10 ms); ratio {decide / status:.1f}x / {decide_one / status_one:.1f}x; "
+        f"intake p99 {intake:,.0f} ms at {CLIENTS} clients (a new case waits while the "
+        "cases taken in are carried on: credit.service.writes)"
     )
     print(load_bound(server_cpu, client_cpu, len(many), len(many) / wall))
 

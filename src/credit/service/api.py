@@ -45,7 +45,7 @@ from credit.service.auth import Principal, Role, require_roles
 from credit.service.cases import CaseService
 from credit.service.pdf import notice_pdf
 from credit.service.wire import WireJSONResponse
-from credit.service.writes import JOURNAL_WRITE
+from credit.service.writes import JOURNAL_WRITE, NEW_CASE_WRITE
 
 __all__ = ["ROUTE_ROLES", "router", "service_openapi"]
 
@@ -223,6 +223,10 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
 AUTH_ERRORS: Final = (401, 403, 413, 422)
 
 
+# The one POST that takes a new case in; every other is work on a case taken in.
+_WRITES: Final = {"/v1/cases": NEW_CASE_WRITE}
+
+
 def _route(
     method: str,
     path: str,
@@ -239,8 +243,9 @@ def _route(
         methods=[method],
         responses={**_errors(*statuses), **(extra_responses or {})},
         response_class=WireJSONResponse,
-        # every POST writes the journal: a few at a time (credit.service.writes)
-        dependencies=[JOURNAL_WRITE] if method == "POST" else None,
+        # every POST writes the journal: a few at a time, the cases taken in before a
+        # new case (credit.service.writes)
+        dependencies=None if method != "POST" else [_WRITES.get(path, JOURNAL_WRITE)],
         **kwargs,
     )
 

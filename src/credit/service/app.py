@@ -27,7 +27,6 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-import anyio
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -65,6 +64,7 @@ from credit.service.keys import KeyStore, MemoryKeyStore, SqlKeyStore
 from credit.service.settings import ServiceSettings
 from credit.service.tables import ServiceDb
 from credit.service.wire import error_response
+from credit.service.writes import WriteSlots
 
 __all__ = ["api_routes", "create_app", "create_app_from_env"]
 
@@ -308,9 +308,9 @@ def create_app(
             # Finish what a killed worker left half way (a review, a notice): the system
             # does it, at start-up, never a person.
             _app.state.service.start()
-            # The requests that write the journal, a few at a time (docs/service.md,
-            # "Writes at once"): made here, on the worker's event loop.
-            _app.state.writes = anyio.CapacityLimiter(settings.concurrent_writes)
+            # The requests that write the journal, a few at a time, the cases taken in
+            # before new ones (docs/service.md, "Writes at once"): the worker's loop's.
+            _app.state.writes = WriteSlots(settings.concurrent_writes)
             if freeze_gc:
                 # A served worker's start-up objects (modules, models and their schemas,
                 # the policies) live as long as it does: kept out of every collection,

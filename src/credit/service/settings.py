@@ -25,11 +25,11 @@ __all__ = [
 ]
 
 DEFAULT_MAX_BODY_BYTES: Final = 64 * 1024
-# Requests that write the journal one worker runs at once (docs/service.md, "Writes at
-# once"): at 32 clients on 2 workers of a 2-core machine, 4 against the 40 threads of
-# the default pool took decide's p99 from 1.1-1.3 s to 0.8-1.0 s on SQLite and from
-# 1.6-2.0 s to 1.3-1.6 s on PostgreSQL, the throughput unchanged.
-DEFAULT_CONCURRENT_WRITES: Final = 4
+# Requests that write the journal one worker runs at once, the cases taken in first
+# (credit.service.writes; docs/service.md, "Writes at once"): at 32 clients on 2 workers
+# of a 2-core machine, decide's p99 with 1 was 82-88 ms on SQLite and 148 on PostgreSQL,
+# with 2 146-160 and 190 ms, with 4 190-269 and 305 ms.
+DEFAULT_CONCURRENT_WRITES: Final = 1
 OUTBOX_ENV: Final = "CREDIT_OUTBOX"
 SESSION_SECRET_ENV: Final = "CREDIT_SESSION_SECRET"
 MAX_BODY_ENV: Final = "CREDIT_MAX_BODY_BYTES"
