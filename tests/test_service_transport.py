@@ -3,9 +3,10 @@
 With several workers uvicorn binds the listening socket as ``socket.socket(family)``
 (protocol number 0), and asyncio then leaves Nagle's algorithm on for the connections
 it accepts: a keep-alive client waited about 40 ms (the delayed ACK) for every answer.
-``credit serve`` runs :class:`credit.service.transport.NoDelayH11Protocol`, which sets
-the option itself. These tests accept a real loopback connection on a socket bound that
-way and read the option back from the accepted socket (no timing).
+``credit serve`` runs :class:`credit.service.transport.NoDelayHttpToolsProtocol`, which
+sets the option itself, on uvloop's loop, which sets it too. These tests accept a real
+loopback connection on a socket bound that way and read the option back from the
+accepted socket (no timing).
 """
 
 from __future__ import annotations
@@ -17,19 +18,21 @@ from typing import Any
 
 import pytest
 import uvicorn
-from uvicorn.protocols.http.h11_impl import H11Protocol
+import uvloop
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
-from credit.service.transport import NoDelayH11Protocol
+from credit.service.transport import NoDelayHttpToolsProtocol
 
 
 async def _app(scope: Any, receive: Any, send: Any) -> None:  # never reached: no request
     raise AssertionError("no request is sent")
 
 
-def _nodelay_of_accepted(protocol: type[H11Protocol]) -> int:
+def _nodelay_of_accepted(protocol: type[HttpToolsProtocol], *, loop: str = "asyncio") -> int:
     """TCP_NODELAY on the server side of one connection accepted by ``protocol`` on a
-    listening socket bound the way uvicorn binds it for several workers."""
+    listening socket bound the way uvicorn binds it for several workers, on ``loop``
+    (asyncio's or uvloop's)."""
 
     async def main() -> int:
         config = uvicorn.Config(app=_app, lifespan="off", log_level="warning")
@@ -62,17 +65,20 @@ def _nodelay_of_accepted(protocol: type[H11Protocol]) -> int:
                 connection.transport.close()
             await server.wait_closed()
 
+    if loop == "uvloop":
+        return uvloop.run(main())
     return asyncio.run(main())
 
 
 def test_a_connection_the_service_accepts_sends_at_once() -> None:
-    assert _nodelay_of_accepted(NoDelayH11Protocol) != 0
+    assert _nodelay_of_accepted(NoDelayHttpToolsProtocol) != 0
+    assert _nodelay_of_accepted(NoDelayHttpToolsProtocol, loop="uvloop") != 0
 
 
 def test_uvicorns_own_protocol_leaves_nagle_on_for_such_a_socket() -> None:
     # the defect the service's protocol exists for; if uvicorn ever sets the option
     # itself, this fails and the workaround can go
-    assert _nodelay_of_accepted(H11Protocol) == 0
+    assert _nodelay_of_accepted(HttpToolsProtocol) == 0
 
 
 def test_credit_serve_runs_uvicorn_with_the_nodelay_protocol(
@@ -93,7 +99,8 @@ def test_credit_serve_runs_uvicorn_with_the_nodelay_protocol(
     database = f"sqlite:///{tmp_path / 'served.db'}"
     done = CliRunner().invoke(app, ["serve", "--workers", "1", "--database", database])
     assert done.exit_code == 0, done.output
-    assert ran["http"] == "credit.service.transport:NoDelayH11Protocol"
+    assert ran["http"] == "credit.service.transport:NoDelayHttpToolsProtocol"
+    assert ran["loop"] == "uvloop"
     assert ran["workers"] == 1
     # several workers, each on its own socket (credit.service.workers): the same protocol
     spread: dict[str, Any] = {}
@@ -105,6 +112,7 @@ def test_credit_serve_runs_uvicorn_with_the_nodelay_protocol(
     monkeypatch.setattr("credit.service.workers.run_workers", run_workers)
     done = CliRunner().invoke(app, ["serve", "--workers", "2", "--database", database])
     assert done.exit_code == 0, done.output
-    assert spread["http"] == "credit.service.transport:NoDelayH11Protocol"
+    assert spread["http"] == "credit.service.transport:NoDelayHttpToolsProtocol"
+    assert spread["loop"] == "uvloop"
     assert spread["app"] == "credit.service.app:create_app_from_env" and spread["factory"]
     assert spread["workers"] == 2

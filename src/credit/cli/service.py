@@ -108,8 +108,10 @@ def serve_command(
         "factory": True,
         "log_level": log_level,
         "access_log": False,
-        # TCP_NODELAY on every connection (uvicorn leaves it off with several workers)
-        "http": "credit.service.transport:NoDelayH11Protocol",
+        # The C parser on uvloop, with TCP_NODELAY on every connection (uvicorn leaves
+        # it off with several workers): credit.service.transport
+        "http": "credit.service.transport:NoDelayHttpToolsProtocol",
+        "loop": "uvloop",
     }
     _err.print(f"credit: serving http://{host}:{port} ({workers} worker(s)), journal {url}")
     if workers > 1 and spread.supports():
