@@ -2,8 +2,8 @@
 
 Starts ``credit serve --workers 2`` itself on a free 127.0.0.1 port (a temporary
 SQLite journal; then again on a fresh PostgreSQL schema when
-``CREDIT_TEST_DATABASE_URL`` is set), and drives it with 32 concurrent clients
-(httpx.AsyncClient) through 2,000 seeded cases (``credit.examples``): each case is
+``CREDIT_TEST_DATABASE_URL`` is set), and drives it with 32 concurrent clients (one
+aiohttp session, 32 tasks) through 2,000 seeded cases (``credit.examples``): each case is
 taken in, decided, read back, and, for a released decline or counteroffer, its notice
 is read (verified on demand) and sent; then 50 more cases with one client. Prints the
 throughput and p50/p99/max latency per endpoint of each phase (with one client the p99
@@ -41,10 +41,11 @@ import uuid
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
+import aiohttp
 from sqlalchemy import create_engine, text
 
 from credit.examples import generate_cases
@@ -62,23 +63,40 @@ REQUEST_TIMEOUT_S = 120.0
 NOTICE_DECISIONS = ("decline", "counteroffer")
 
 
+@dataclass(frozen=True)
+class Answer:
+    """A response as the load generator read it: its status and its body."""
+
+    status_code: int
+    content: bytes
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", "replace")
+
+    def json(self) -> Any:
+        return json.loads(self.content)
+
+
 class Recorder:
     def __init__(self) -> None:
         self.latency: dict[str, list[float]] = defaultdict(list)
         self.statuses: dict[str, Counter[int]] = defaultdict(Counter)
 
     async def call(
-        self, name: str, client: httpx.AsyncClient, method: str, url: str, **kwargs: Any
-    ) -> httpx.Response:
+        self, name: str, client: aiohttp.ClientSession, method: str, url: str, **kwargs: Any
+    ) -> Answer:
+        """One request, timed from its sending to the last byte of its body read."""
         start = time.perf_counter()
-        response = await client.request(method, url, **kwargs)
+        async with client.request(method, url, **kwargs) as response:
+            answer = Answer(response.status, await response.read())
         self.latency[name].append(time.perf_counter() - start)
-        self.statuses[name][response.status_code] += 1
-        return response
+        self.statuses[name][answer.status_code] += 1
+        return answer
 
 
 async def one_case(
-    case: dict[str, Any], client: httpx.AsyncClient, keys: dict[str, str], rec: Recorder
+    case: dict[str, Any], client: aiohttp.ClientSession, keys: dict[str, str], rec: Recorder
 ) -> None:
     case_id = case["caseId"]
     taken = await rec.call(
@@ -86,7 +104,7 @@ async def one_case(
         client,
         "POST",
         "/v1/cases",
-        content=json.dumps(case),
+        data=json.dumps(case),
         headers={"X-API-Key": keys["intake"], "Content-Type": "application/json"},
     )
     assert taken.status_code == 201, taken.text
@@ -133,8 +151,12 @@ async def drive(
     queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
     for case in cases:
         queue.put_nowait(case)
-    limits = httpx.Limits(max_connections=CLIENTS, max_keepalive_connections=CLIENTS)
-    async with httpx.AsyncClient(base_url=base, timeout=REQUEST_TIMEOUT_S, limits=limits) as client:
+    # The load generator shares the machine's cores with the server: aiohttp's client
+    # spends about 0.22 ms of CPU a request here, httpx's 0.86-1.26 ms (measured over
+    # 800 reads at 8 at once), CPU the server would otherwise not have.
+    connector = aiohttp.TCPConnector(limit=CLIENTS)
+    timeout = aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_S)
+    async with aiohttp.ClientSession(base, connector=connector, timeout=timeout) as client:
 
         async def worker() -> None:
             while True:
