@@ -84,10 +84,9 @@ test: lint typecheck contracts unit
 mutate: $(STAMP)
 	$(BIN)/credit mutate
 
-# The peer engines (zen-engine) and the service's load generator (aiohttp) are
-# installed for the benchmarks only.
+# The peer engines (zen-engine) are installed for the benchmarks only.
 bench: $(STAMP) bytecode
-	$(BIN)/python -m pip install --quiet -e '.[batch,peers,bench]'
+	$(BIN)/python -m pip install --quiet -e '.[batch,peers]'
 	$(BIN)/python benchmarks/run.py
 
 clean:
