@@ -256,3 +256,15 @@ def test_in_the_service_a_decide_waiting_goes_before_an_intake_that_waited_longe
         assert answers == {"FIRST-1": 201, "FIRST-2": 201, "NEW-1": 201}
         assert slots.free == 1
         assert api.store.verify().ok
+
+
+def test_a_write_that_fails_gives_its_slot_back_before_its_answer(tmp_path: Path) -> None:
+    with service_api("sqlite", tmp_path, concurrent_writes=1) as api:
+        slots: WriteSlots = api.app.state.writes
+        for _ in range(3):  # a 404 from inside the route: the slot is back at once
+            assert api.decide("NEVER-TAKEN-IN").status_code == 404
+            assert slots.free == 1
+        assert api.take_in(approvable("AFTER-1")).status_code == 201
+        assert api.decide("AFTER-1").status_code == 201
+        assert api.decide("AFTER-1").status_code == 409  # decided: refused, slot back
+        assert slots.free == 1

@@ -223,10 +223,6 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
 AUTH_ERRORS: Final = (401, 403, 413, 422)
 
 
-# The one POST that takes a new case in; every other is work on a case taken in.
-_WRITES: Final = {"/v1/cases": NEW_CASE_WRITE}
-
-
 def _route(
     method: str,
     path: str,
@@ -234,9 +230,13 @@ def _route(
     *,
     errors: tuple[int, ...] = (),
     extra_responses: dict[int | str, dict[str, Any]] | None = None,
+    new_case: bool = False,
     **kwargs: Any,
 ) -> Callable[[_F], _F]:
+    """A route of the API. ``new_case``: a POST that takes a new case in (its write
+    waits while work on cases taken in waits); every other POST is such work."""
     ROUTE_ROLES[(method, path)] = roles
+    write = NEW_CASE_WRITE if new_case else JOURNAL_WRITE
     statuses = tuple(sorted({*(AUTH_ERRORS if roles else (413, 422)), *errors}))
     return router.api_route(
         path,
@@ -245,7 +245,7 @@ def _route(
         response_class=WireJSONResponse,
         # every POST writes the journal: a few at a time, the cases taken in before a
         # new case (credit.service.writes)
-        dependencies=None if method != "POST" else [_WRITES.get(path, JOURNAL_WRITE)],
+        dependencies=[write] if method == "POST" else None,
         **kwargs,
     )
 
@@ -306,6 +306,7 @@ def who_am_i(principal: Annotated[Principal, _who(*ANY_ROLE)]) -> Response:
     "/v1/cases",
     (Role.INTAKE,),
     errors=(409,),
+    new_case=True,
     status_code=201,
     operation_id="intakeCase",
     response_model=IntakeResult,

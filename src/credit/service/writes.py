@@ -90,6 +90,7 @@ class WriteSlots:
         self._free += 1
 
 
+@contextlib.asynccontextmanager
 async def _held(request: Request, *, new_case: bool) -> AsyncIterator[None]:
     """Hold one of the worker's write slots while the route's function runs."""
     writes: WriteSlots | None = getattr(request.app.state, "writes", None)
@@ -104,12 +105,12 @@ async def _held(request: Request, *, new_case: bool) -> AsyncIterator[None]:
 
 
 async def _case_write(request: Request) -> AsyncIterator[None]:
-    async for _ in _held(request, new_case=False):
+    async with _held(request, new_case=False):
         yield
 
 
 async def _new_case_write(request: Request) -> AsyncIterator[None]:
-    async for _ in _held(request, new_case=True):
+    async with _held(request, new_case=True):
         yield
 
 
