@@ -421,6 +421,7 @@ def test_the_sql_store_offers_no_way_to_update_or_delete() -> None:
         "authentic_entries",
         "checkpoint",
         "covered",
+        "committed_size",
         "group_commit",
         "key",
         "leaf_hashes",

@@ -551,16 +551,26 @@ class Store(Protocol):
         """The leaf hashes of the first ``size`` entries (all by default)."""
         ...
 
-    def checkpoint(self, directory: Path, *, covering: bool = False) -> Path:
+    def checkpoint(
+        self, directory: Path, *, covering: bool = False, size: int | None = None
+    ) -> Path:
         """Sign the tree head and keep it in ``directory``
         (:func:`credit.journal.tree.sign_head`); the path of the checkpoint.
         ``covering``: a checkpoint kept that already covers every entry this writer
-        committed (:meth:`covered`) is the answer instead, and nothing is signed."""
+        committed (:meth:`covered`; with ``size``, the journal's first ``size``
+        entries) is the answer instead, and nothing is signed."""
         ...
 
-    def covered(self, directory: Path) -> Path | None:
+    def covered(self, directory: Path, *, size: int | None = None) -> Path | None:
         """The newest checkpoint in ``directory`` if it already covers every entry this
-        writer (thread) committed, else None (then :meth:`checkpoint` signs)."""
+        writer (thread) committed, or with ``size`` the journal's first ``size``
+        entries, else None (then :meth:`checkpoint` signs)."""
+        ...
+
+    def committed_size(self) -> int | None:
+        """The journal's size just after this writer's (thread's) latest commit: the
+        entries a checkpoint must cover to cover everything it wrote (None: it has
+        committed nothing)."""
         ...
 
     def audit(self, checkpoints: Sequence[KeptCheckpoint] = ()) -> AuditReport:
@@ -726,13 +736,18 @@ class InMemoryStore:
         with self._lock:
             return list(self._leaves[:size] if size is not None else self._leaves)
 
-    def covered(self, directory: Path) -> Path | None:
+    def committed_size(self) -> int | None:
         with self._lock:
-            size = self._log.size
+            return self._log.size or None
+
+    def covered(self, directory: Path, *, size: int | None = None) -> Path | None:
+        size = self.committed_size() if size is None else size
         return covering_checkpoint(directory, self._key, size) if size else None
 
-    def checkpoint(self, directory: Path, *, covering: bool = False) -> Path:
-        if covering and (kept := self.covered(directory)) is not None:
+    def checkpoint(
+        self, directory: Path, *, covering: bool = False, size: int | None = None
+    ) -> Path:
+        if covering and (kept := self.covered(directory, size=size)) is not None:
             return kept
         with self._lock:  # the head cannot move while it is signed
             size, head = self._log.size, self._log.root()

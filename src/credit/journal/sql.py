@@ -1204,7 +1204,9 @@ class SqlStore:
         with self._read() as conn:
             return list(self._stored_leaves(conn, 0, size))
 
-    def checkpoint(self, directory: Path, *, covering: bool = False) -> Path:
+    def checkpoint(
+        self, directory: Path, *, covering: bool = False, size: int | None = None
+    ) -> Path:
         """Sign the committed tree head and keep the checkpoint in ``directory`` (see
         :func:`credit.journal.tree.sign_head`).
 
@@ -1219,13 +1221,14 @@ class SqlStore:
 
         ``covering``: if the newest checkpoint kept already covers every entry this
         thread committed (another signer, waited for here, signed a head after them),
-        that checkpoint is the answer and nothing is signed (:meth:`covered`)."""
+        or with ``size`` the journal's first ``size`` entries, that checkpoint is the
+        answer and nothing is signed (:meth:`covered`)."""
         if self._joined() is not None:
             raise JournalError(
                 "a checkpoint signs committed entries only: sign it after the group commits"
             )
         with signer_lock(directory).held():
-            if covering and (kept := self.covered(directory)) is not None:
+            if covering and (kept := self.covered(directory, size=size)) is not None:
                 return kept
             with self._read() as conn:
                 log = self._grown(conn, self._head_seq(conn))
@@ -1252,15 +1255,21 @@ class SqlStore:
             self._signed = (size, head)
         return path
 
-    def covered(self, directory: Path) -> Path | None:
+    def covered(self, directory: Path, *, size: int | None = None) -> Path | None:
         """The newest checkpoint kept in ``directory``, its signature verified, if it
         already covers every entry this thread has committed to the store (another
-        writer signed a head after them), else None: then :meth:`checkpoint` signs.
-        Read without the write lock (see :func:`credit.journal.tree.covering_checkpoint`)."""
-        size = getattr(self._committed, "size", None)
+        writer signed a head after them), or with ``size`` the journal's first ``size``
+        entries, else None: then :meth:`checkpoint` signs. Read without the write lock
+        (see :func:`credit.journal.tree.covering_checkpoint`)."""
+        if size is None:
+            size = self.committed_size()
         if size is None or self._joined() is not None:
             return None
         return covering_checkpoint(directory, self.key, size)
+
+    def committed_size(self) -> int | None:
+        size: int | None = getattr(self._committed, "size", None)
+        return size
 
     def authenticate(self, entries: Sequence[Entry]) -> Sequence[Entry]:
         return authenticate(self.key, entries)
