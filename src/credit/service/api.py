@@ -89,11 +89,30 @@ class ErrorBody(_Model):
     error: ErrorDetail
 
 
+class Signing(_Model):
+    """The answering worker's signing of the journal's tree head (ADR-0003)."""
+
+    interval_s: float = Field(
+        description="At most one signature this often while writes come (0: after every write).",
+    )
+    signed: int = Field(description="The journal's size under this worker's newest checkpoint.")
+    waiting: int = Field(description="Entries this worker wrote that no checkpoint covers yet.")
+    waiting_for_s: float = Field(description="How long the oldest of them has waited.")
+    error: str | None = Field(
+        description="Why the latest signature failed (writes are refused until one succeeds)."
+    )
+
+
 class Health(_Model):
-    status: Literal["ok"]
+    status: Literal["ok", "degraded"] = Field(
+        description="degraded (503): the tree head could not be signed; writes are refused."
+    )
     database: str
     version: str
     worker: int = Field(description="The process id of the worker that answered.")
+    signing: Signing | None = Field(
+        default=None, description="None when the worker signs no checkpoints."
+    )
 
 
 class Me(_Model):
@@ -216,6 +235,7 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
         409: "The case is not in a state that allows this.",
         413: "The request body is over the size limit.",
         422: "The request is invalid; the error names the field.",
+        503: "Nothing was recorded: the journal's tree head could not be signed.",
     }
     return {s: {"model": ErrorBody, "description": described[s]} for s in statuses}
 
@@ -237,7 +257,9 @@ def _route(
     waits while work on cases taken in waits); every other POST is such work."""
     ROUTE_ROLES[(method, path)] = roles
     write = NEW_CASE_WRITE if new_case else JOURNAL_WRITE
-    statuses = tuple(sorted({*(AUTH_ERRORS if roles else (413, 422)), *errors}))
+    # every POST writes, and no write is taken while the head cannot be signed (503)
+    writes = (503,) if method == "POST" else ()
+    statuses = tuple(sorted({*(AUTH_ERRORS if roles else (413, 422)), *errors, *writes}))
     return router.api_route(
         path,
         methods=[method],
@@ -284,15 +306,43 @@ async def _raw_case(request: Request) -> Any:
 # ---------------------------------------------------------------------- routes
 
 
-@_route("GET", "/healthz", None, operation_id="health", response_model=Health, tags=["service"])
+@_route(
+    "GET",
+    "/healthz",
+    None,
+    operation_id="health",
+    response_model=Health,
+    extra_responses={503: {"model": Health, "description": "The tree head could not be signed."}},
+    tags=["service"],
+)
 def health(request: Request) -> Response:
-    """Liveness and the database: 200 when the journal's database answers."""
+    """Liveness, the database and the signing: 200 when the journal's database answers
+    and the tree head is being signed, 503 ("degraded") when its latest signature
+    failed (writes are refused until one succeeds; ``signing.error`` says why)."""
     store = request.app.state.store
     store.get_case("#healthz")  # a read of the journal's database ('#' is in no case id)
     database = store.dialect if isinstance(store, SqlStore) else "memory"
-    return WireJSONResponse(
-        {"status": "ok", "database": database, "version": __version__, "worker": os.getpid()}
-    )
+    body: dict[str, Any] = {
+        "status": "ok",
+        "database": database,
+        "version": __version__,
+        "worker": os.getpid(),
+        "signing": None,
+    }
+    cadence = request.app.state.service.cadence
+    if cadence is not None:
+        now = cadence.status()
+        body["signing"] = {
+            "intervalS": now.interval_s,
+            "signed": now.signed,
+            "waiting": now.waiting,
+            "waitingForS": round(now.waiting_for_s, 3),
+            "error": now.error,
+        }
+        if now.error is not None and now.waiting:
+            body["status"] = "degraded"
+            return WireJSONResponse(body, status_code=503)
+    return WireJSONResponse(body)
 
 
 @_route("GET", "/v1/me", ANY_ROLE, operation_id="whoAmI", response_model=Me, tags=["service"])

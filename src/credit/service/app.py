@@ -266,7 +266,7 @@ def create_app(
 ) -> FastAPI:
     """The service. ``settings`` say where the journal, keys and outbox are; tests may
     hand in a store, key store, claims or outbox instead. ``checkpoints``: the folder
-    the tree head is signed into after every write (default $CREDIT_CHECKPOINTS, else
+    the tree head is signed into at the settings' interval (default $CREDIT_CHECKPOINTS, else
     ./checkpoints; one folder per journal). A store opened here (from
     ``settings.database_url``) is closed when the app shuts down (or by
     ``app.state.close()`` for an app never started). ``freeze_gc``: once started, freeze
@@ -344,6 +344,7 @@ def create_app(
         registry=registry,
         claim_stale_after_s=settings.claim_stale_after_s,
         checkpoints=checkpoints_dir(checkpoints),
+        checkpoint_interval_s=settings.checkpoint_interval_s,
     )
     app.state.service_db = service_db
 

@@ -52,6 +52,7 @@ from credit.guardrails.expectation import expectation_for
 from credit.guardrails.report import VerificationReport
 from credit.guardrails.verifier import Verifier
 from credit.journal.base import ChainReport, Store
+from credit.journal.cadence import DEFAULT_CHECKPOINT_INTERVAL_S, CheckpointCadence
 from credit.lifecycle import CaseLife
 from credit.models import parse_case
 from credit.notice_format import Notice, NoticeBasis
@@ -103,9 +104,17 @@ class CaseService:
         claim_stale_after_s: float = 300.0,
         clock: Clock | None = None,
         checkpoints: Path | None = None,
+        checkpoint_interval_s: float = DEFAULT_CHECKPOINT_INTERVAL_S,
     ) -> None:
         self.store = store
         self.checkpoints = checkpoints
+        # The tree head signed into ``checkpoints`` at most once an interval while
+        # writes come (0: after every write, before its answer; ADR-0003).
+        self.cadence = (
+            None
+            if checkpoints is None
+            else CheckpointCadence(store, checkpoints, interval_s=checkpoint_interval_s)
+        )
         self.outbox = outbox
         self.claims = claims
         self.registry = registry or PolicyRegistry.bundled()
@@ -124,15 +133,22 @@ class CaseService:
         self.claim_stale_after_s = claim_stale_after_s
 
     def start(self) -> None:
-        """At start-up: finish what a killed worker left half way (reviews, notices)."""
+        """At start-up: finish what a killed worker left half way (reviews, notices),
+        sign the journal's head as it stands (a killed worker's last entries may wait
+        for a signature), then start signing at the interval."""
         self.work.finish_pending()
-        self.committed()
+        if self.cadence is not None:
+            self.cadence.cover_journal()
+            self.cadence.start()
 
     def close(self) -> None:
-        """Keep the comparison pool this worker read (:meth:`ComparisonPool.keep`: the
-        next worker, or run, starts from it instead of reading every decision again),
-        then end the tool sessions the worker threads kept open for their turns. The
-        pool is a cache: if it cannot be kept, that is logged and the close goes on."""
+        """Sign what this worker wrote that no checkpoint covers yet, keep the
+        comparison pool this worker read (:meth:`ComparisonPool.keep`: the next worker,
+        or run, starts from it instead of reading every decision again), then end the
+        tool sessions the worker threads kept open for their turns. The pool is a
+        cache: if it cannot be kept, that is logged and the close goes on."""
+        if self.cadence is not None:
+            self.cadence.close()
         try:
             self.keystone.equipoise.pool_of_reviews().keep()
         except CreditError as err:
@@ -141,13 +157,26 @@ class CaseService:
             self.runtime.close()
 
     def committed(self) -> None:
-        """After a request that wrote: sign the tree head into the checkpoints folder
-        (when one is set), so every entry is covered by a signed checkpoint, unless
-        the newest kept there already covers this request's entries (another worker
-        signed after them: under load most requests then sign nothing, and those that
-        waited for another's signature take it instead of signing their own)."""
-        if self.checkpoints is not None and self.store.covered(self.checkpoints) is None:
-            self.store.checkpoint(self.checkpoints, covering=True)
+        """After a request that wrote: its entries are to be signed into the
+        checkpoints folder (when one is set), by the cadence within an interval, or
+        before the answer with an interval of 0 (:class:`CheckpointCadence`; a head
+        another worker signed after them covers them and nothing is signed)."""
+        if self.cadence is not None:
+            self.cadence.wrote()
+
+    def write_refusal(self) -> ServiceError | None:
+        """Why no request may write now, else None: the journal's latest entries wait
+        for a signature that failed (the journal cut or rewritten below the newest
+        checkpoint, or the folder not writable). Nothing more is recorded over a head
+        that cannot be signed; ``GET /healthz`` says why too."""
+        refused = None if self.cadence is None else self.cadence.refusal()
+        if refused is None:
+            return None
+        return ServiceError(
+            f"the journal's tree head could not be signed ({refused}); nothing was "
+            "recorded: the service takes no writes until it can sign",
+            status=503,
+        )
 
     # ------------------------------------------------------------------ claims
 

@@ -14,6 +14,7 @@ from typing import Final
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from credit.errors import InputError
+from credit.journal.cadence import DEFAULT_CHECKPOINT_INTERVAL_S
 from credit.journal.sql import resolve_url
 
 __all__ = [
@@ -36,6 +37,7 @@ MAX_BODY_ENV: Final = "CREDIT_MAX_BODY_BYTES"
 SECURE_COOKIES_ENV: Final = "CREDIT_SECURE_COOKIES"
 SCHEMA_ENV: Final = "CREDIT_DATABASE_SCHEMA"
 CONCURRENT_WRITES_ENV: Final = "CREDIT_CONCURRENT_WRITES"
+CHECKPOINT_INTERVAL_ENV: Final = "CREDIT_CHECKPOINT_INTERVAL"
 # The environment variable each setting read from the environment comes from.
 _ENV_OF: Final = {
     "schema_name": SCHEMA_ENV,
@@ -43,6 +45,7 @@ _ENV_OF: Final = {
     "session_secret": SESSION_SECRET_ENV,
     "max_body_bytes": MAX_BODY_ENV,
     "concurrent_writes": CONCURRENT_WRITES_ENV,
+    "checkpoint_interval_s": CHECKPOINT_INTERVAL_ENV,
 }
 
 
@@ -57,6 +60,9 @@ class ServiceSettings(BaseModel):
     may be taken over. ``concurrent_writes``: how many requests that write the journal
     (intake, decide, a send, a person's action) one worker process runs at once; the
     others wait their turn without holding a thread (reads are not limited).
+    ``checkpoint_interval_s``: the tree head is signed into the checkpoints folder at
+    most once this many seconds while writes come (0: after every write, before its
+    answer; docs/decisions/ADR-0003).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -70,6 +76,7 @@ class ServiceSettings(BaseModel):
     secure_cookies: bool = False
     claim_stale_after_s: float = Field(default=300.0, gt=0)
     concurrent_writes: int = Field(default=DEFAULT_CONCURRENT_WRITES, gt=0)
+    checkpoint_interval_s: float = Field(default=DEFAULT_CHECKPOINT_INTERVAL_S, ge=0, le=60)
     create_tables: bool = True
 
     @classmethod
@@ -87,6 +94,8 @@ class ServiceSettings(BaseModel):
             values["max_body_bytes"] = _whole_number(MAX_BODY_ENV, limit)
         if writes := os.environ.get(CONCURRENT_WRITES_ENV):
             values["concurrent_writes"] = _whole_number(CONCURRENT_WRITES_ENV, writes)
+        if interval := os.environ.get(CHECKPOINT_INTERVAL_ENV):
+            values["checkpoint_interval_s"] = _seconds(CHECKPOINT_INTERVAL_ENV, interval)
         if os.environ.get(SECURE_COOKIES_ENV, "").lower() in ("1", "true", "yes"):
             values["secure_cookies"] = True
         try:
@@ -105,3 +114,16 @@ def _whole_number(name: str, text: str) -> int:
         return int(text)
     except ValueError:
         raise InputError(f"${name} must be a whole number, not {text!r}", field=name) from None
+
+
+def _seconds(name: str, text: str) -> float:
+    """The value of environment variable ``name``, a number of seconds written in
+    decimal (InputError naming the variable otherwise: no 'nan', 'inf' or '1e3')."""
+    try:
+        if not text.replace(".", "", 1).isdigit():
+            raise ValueError(text)
+        return float(text)
+    except ValueError:
+        raise InputError(
+            f"${name} must be a number of seconds such as 0.25, not {text!r}", field=name
+        ) from None

@@ -95,13 +95,23 @@ async def _held(request: Request, *, new_case: bool) -> AsyncIterator[None]:
     """Hold one of the worker's write slots while the route's function runs."""
     writes: WriteSlots | None = getattr(request.app.state, "writes", None)
     if writes is None:  # an app whose lifespan has not run: nothing to share
+        _signable(request)
         yield
         return
     await writes.acquire(new_case=new_case)
     try:
+        _signable(request)
         yield
     finally:
         writes.release()
+
+
+def _signable(request: Request) -> None:
+    """Nothing more is recorded over a tree head that cannot be signed (ADR-0003):
+    the 503 names why, and ``GET /healthz`` says it too."""
+    refused = request.app.state.service.write_refusal()
+    if refused is not None:
+        raise refused
 
 
 async def _case_write(request: Request) -> AsyncIterator[None]:
