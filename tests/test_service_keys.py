@@ -8,13 +8,15 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import credit.service.keys as keys_module
+from credit.service.auth import Role
 from credit.service.keys import REFRESH_AHEAD_S, VERIFIED_TTL_S, MemoryKeyStore
-from service_support import CHEAP_SCRYPT_N
+from service_support import CHEAP_SCRYPT_N, approvable, golden, service_api
 
 
 class Clock:
@@ -130,3 +132,63 @@ def test_a_guessed_key_neither_passes_nor_holds_up_the_real_one(
         real.start()
         real.join(timeout=30)
         assert len(answered) == 1 and answered[0] is not None
+
+
+# ------------------------------------------------------------------ where the check runs
+
+
+@pytest.fixture
+def hand_offs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The name of each function the app hands to a worker thread."""
+    import anyio.to_thread
+
+    made: list[str] = []
+    real = anyio.to_thread.run_sync
+
+    async def counted(func: Any, *args: Any, **kwargs: Any) -> Any:
+        inner = getattr(func, "func", func)  # run_in_threadpool hands on a partial
+        made.append(getattr(inner, "__name__", repr(inner)))
+        return await real(func, *args, **kwargs)
+
+    monkeypatch.setattr(anyio.to_thread, "run_sync", counted)
+    return made
+
+
+def test_a_key_checked_lately_and_a_short_read_run_on_the_loop_and_scrypt_never_does(
+    tmp_path: Path, hand_offs: list[str], checks: list[str]
+) -> None:
+    with service_api("sqlite", tmp_path) as api:
+        assert api.take_in(approvable("LOOP-1")).status_code == 201
+        assert api.decide("LOOP-1").status_code == 201
+        reader = api.headers(Role.AUDITOR)
+        api.app.state.keys._verified = keys_module._Verified()  # no key checked lately
+        hand_offs.clear()
+        checks.clear()
+        first = api.client.get("/v1/cases/LOOP-1", headers=reader)
+        assert first.status_code == 200
+        # the key's first check (scrypt) went to a thread; the read itself did not
+        assert hand_offs == ["principal_from_request"] and len(checks) == 1
+        hand_offs.clear()
+        for _ in range(3):
+            assert api.client.get("/v1/cases/LOOP-1", headers=reader).status_code == 200
+            assert api.client.get("/v1/me", headers=reader).status_code == 200
+        assert len(checks) == 1  # checked lately: no scrypt
+        assert "principal_from_request" not in hand_offs
+        assert "get_case" not in hand_offs and "view" not in hand_offs
+        # a guessed key is checked by scrypt on a thread, every time
+        guess = reader["X-API-Key"][:-4] + "xxxx"
+        hand_offs.clear()
+        for _ in range(2):
+            refused = api.client.get("/v1/cases/LOOP-1", headers={"X-API-Key": guess})
+            assert refused.status_code == 401
+        assert hand_offs.count("principal_from_request") == 2 and len(checks) == 3
+        # a notice read on the loop; its printed letter on a thread
+        assert api.take_in(golden("G-DECLINE-DTI", "LOOP-2")).status_code == 201
+        assert api.decide("LOOP-2").status_code == 201
+        hand_offs.clear()
+        notice = api.client.get("/v1/cases/LOOP-2/notice", headers=reader)
+        assert notice.status_code == 200 and notice.json()["report"]["passed"] is True
+        assert hand_offs == []
+        pdf = api.client.get("/v1/cases/LOOP-2/notice?format=pdf", headers=reader)
+        assert pdf.status_code == 200 and pdf.content.startswith(b"%PDF")
+        assert hand_offs == ["_notice_response"]

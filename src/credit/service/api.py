@@ -33,6 +33,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+from starlette.concurrency import run_in_threadpool
 
 from credit import __version__
 from credit.cases import read_document
@@ -389,10 +390,14 @@ def intake_case(
     response_model=CaseView,
     tags=["cases"],
 )
-def get_case(
+async def get_case(
     case_id: CaseId, service: Service, principal: Annotated[Principal, _who(*ANY_ROLE)]
 ) -> Response:
     """The case's standing: its decision, the Keystone gate, the notice."""
+    # On the event loop: a few reads of one case's rows, bounded by the case, cost less
+    # than a hand-off to a worker thread under load (docs/service.md, "Reads on the
+    # event loop"). Routes whose work grows with the journal, or that print a PDF, run
+    # on worker threads.
     return WireJSONResponse(service.view(case_id, principal))
 
 
@@ -455,7 +460,7 @@ def _notice_response(service: CaseService, case_id: str, pdf: bool) -> Response:
     extra_responses=_PDF_CONTENT,
     tags=["notices"],
 )
-def get_notice(
+async def get_notice(
     case_id: CaseId,
     service: Service,
     _principal: Annotated[Principal, _who(*NOTICE_READERS)],
@@ -463,7 +468,10 @@ def get_notice(
 ) -> Response:
     """A released decline's or counteroffer's notice, rendered and verified now (V1-V8),
     with the report; ``?format=pdf`` for the printable letter."""
-    return _notice_response(service, case_id, format == "pdf")
+    if format == "pdf":  # printing a letter is not a short read: on a worker thread
+        return await run_in_threadpool(_notice_response, service, case_id, True)
+    # one case's notice rendered and verified: bounded, on the event loop (as get_case)
+    return _notice_response(service, case_id, False)
 
 
 @router.get(

@@ -133,6 +133,12 @@ class KeyStore(Protocol):
         """The key's principal, or None for an unknown, wrong or revoked key."""
         ...
 
+    def checked_lately(self, key: str) -> bool:
+        """Whether ``key``'s secret was verified within the minute, so that its
+        :meth:`authenticate` runs no scrypt, only the read of whether it still stands
+        (the API's key check runs on the event loop then, on a worker thread if not)."""
+        ...
+
     def revoke(self, key_id: str) -> ApiKey:
         """Revoke a key at once (InputError naming ``keyId`` if there is no such key)."""
         ...
@@ -215,6 +221,9 @@ class _KeyStoreBase(ABC):
             self._check_aside(key, *split)
         # The secret was checked lately; whether the key still stands is read now.
         return principal if self.active(split[0]) is not None else None
+
+    def checked_lately(self, key: str) -> bool:
+        return self._verified.get(key) is not None
 
     def _check(self, key: str, key_id: str, secret: str) -> Principal | None:
         """Check the secret against the stored hash (scrypt); remember it if it holds."""
