@@ -9,6 +9,7 @@ waits signed at close and at the next writer's start.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -220,3 +221,57 @@ def test_the_kept_checkpoints_verify(tmp_path: Path) -> None:
     cadence.close()
     kept, bad = load_checkpoints(tmp_path, key.verifier, origin=key.name)
     assert [k.checkpoint.size for k in kept] == [1] and bad == []
+
+
+def test_writers_on_many_threads_are_all_covered_and_share_signatures(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'j.db'}"
+    folder = tmp_path / "checkpoints"
+    with SqlStore(url, key=ephemeral_key()) as store:
+        cadence = CheckpointCadence(store, folder, interval_s=0.005)
+        cadence.start()
+
+        def writer(n: int) -> None:
+            for i in range(15):
+                write(store, f"T{n}-{i}")
+                cadence.wrote()  # each thread tells of its own commits
+
+        threads = [threading.Thread(target=writer, args=(n,)) for n in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        cadence.close()
+        entries = len(store.entries())
+        assert entries == 90 and sizes(folder)[-1] == entries
+        assert len(sizes(folder)) < entries  # signatures shared between writes
+        assert cadence.status() == (0.005, entries, 0, 0.0, None)
+
+
+class _Flaky(InMemoryStore):
+    """A store whose database fails the next ``failures`` signatures (not a CreditError)."""
+
+    failures = 1
+
+    def checkpoint(
+        self, directory: Path, *, covering: bool = False, size: int | None = None
+    ) -> Path:
+        if self.failures:
+            self.failures -= 1
+            raise RuntimeError("the database went away")
+        return super().checkpoint(directory, covering=covering, size=size)
+
+
+def test_any_failure_of_the_thread_is_kept_and_the_thread_goes_on(tmp_path: Path) -> None:
+    store = _Flaky()
+    cadence = CheckpointCadence(store, tmp_path, interval_s=0.01)
+    cadence.start()
+    try:
+        write(store)
+        cadence.wrote()
+        eventually(lambda: sizes(tmp_path) == [1], "signed once the database is back")
+        assert store.failures == 0 and cadence.refusal() is None
+        write(store, "C-2")  # the thread is still there to sign the next one
+        cadence.wrote()
+        eventually(lambda: sizes(tmp_path) == [1, 2], "the next write signed")
+    finally:
+        cadence.close()

@@ -30,7 +30,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final, NamedTuple
 
-from credit.errors import CreditError
 from credit.journal.base import Store
 
 __all__ = ["DEFAULT_CHECKPOINT_INTERVAL_S", "CadenceStatus", "CheckpointCadence"]
@@ -80,7 +79,7 @@ class CheckpointCadence:
         self._signed = 0  # the size the latest signature (or cover) covered
         self._waiting_since: float | None = None  # when the oldest unsigned commit came
         self._last_attempt = float("-inf")
-        self._error: CreditError | OSError | None = None
+        self._error: Exception | None = None
         self._due = threading.Condition(self._lock)
         self._stopped = False
         self._thread: threading.Thread | None = None
@@ -116,7 +115,7 @@ class CheckpointCadence:
                     self._waiting_since = self._clock()
         return self.flush()
 
-    def refusal(self) -> CreditError | OSError | None:
+    def refusal(self) -> Exception | None:
         """Why nothing more may be written (the latest signature failed and entries
         wait for one), else None."""
         with self._lock:
@@ -147,7 +146,7 @@ class CheckpointCadence:
                 self._last_attempt = self._clock()
             try:
                 path = self.store.checkpoint(self.directory, covering=True, size=wanted)
-            except (CreditError, OSError) as err:
+            except Exception as err:  # any failure (the database's too) is kept
                 with self._lock:
                     self._error = err
                 raise
@@ -178,7 +177,7 @@ class CheckpointCadence:
             self._thread = None
         try:
             self.flush()
-        except (CreditError, OSError) as err:
+        except Exception as err:  # kept and logged: the entries stay, a start signs them
             _log.error("the journal's tree head was not signed at close: %s", err)
 
     def _run(self) -> None:
@@ -197,7 +196,7 @@ class CheckpointCadence:
                     return
             try:
                 self.flush()
-            except (CreditError, OSError) as err:
+            except Exception as err:  # kept by flush and refused on; the thread goes on
                 _log.error(
                     "the journal's tree head was not signed (tried again in %ss): %s",
                     self.interval_s,
