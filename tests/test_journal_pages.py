@@ -164,7 +164,10 @@ def test_an_edited_document_or_vault_row_is_refused_read_together_as_read_alone(
             f"WHERE case_id = '{victim}'",
         )
         _each_refuses(
-            "case-document", lambda: store.get_case(victim), lambda: store.case_files(ids)
+            "case-document",
+            lambda: store.get_case(victim),
+            lambda: store.case_files(ids),
+            lambda: store.case_standing(victim),
         )
         with_vault = next(c for c in ids if c != victim and store.get_monitoring(c) is not None)
         raw_sql(url, schema, f"DELETE FROM monitoring WHERE case_id = '{with_vault}'")
@@ -188,7 +191,25 @@ def test_an_entry_edited_behind_the_stores_back_is_refused_read_together_as_read
             None,
             lambda: store.authentic_entries(ids[2]),
             lambda: store.case_entries(ids, STANDING_KINDS),
+            lambda: store.case_standing(ids[2]),
         )
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_cases_standing_is_its_document_and_authentic_entries_read_together(
+    backend: str, tmp_path: Path
+) -> None:
+    with _ran_sql(backend, tmp_path) as (store, _url, _schema):
+        for case_id in store.case_ids():
+            document, entries = store.case_standing(case_id)
+            assert document == store.get_case(case_id)
+            assert entries == store.authentic_entries(case_id)
+        assert store.case_standing("NEVER-TAKEN-IN") == (None, [])
+        with store.group_commit([case_id]):  # a group's read, as get_case's
+            assert store.case_standing(case_id) == (document, entries)
+    memory = InMemoryStore()
+    memory.append("M-1", "note", {"n": 1})
+    assert memory.case_standing("M-1") == (None, memory.authentic_entries("M-1"))
 
 
 # ------------------------------------------------------------------ where a case stands

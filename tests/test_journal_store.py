@@ -430,6 +430,7 @@ def test_the_sql_store_offers_no_way_to_update_or_delete() -> None:
         "tree_head",
         "case_entries",
         "case_files",
+        "case_standing",
         "case_ids",
         "close",
         "decision_entry",

@@ -380,6 +380,7 @@ def test_an_edited_case_document_is_named_and_never_served(either: Journal) -> N
         for read in (
             lambda: store.get_case(NOTIFIED),
             lambda: store.case_files([NOTIFIED]),
+            lambda: store.case_standing(NOTIFIED),
             lambda: store.group_commit([NOTIFIED]).__enter__(),
         ):
             with pytest.raises(JournalIntegrityError) as refused:
@@ -405,6 +406,7 @@ def test_the_same_case_document_stored_in_other_bytes_is_still_served(either: Jo
         with store.group_commit([NOTIFIED]):
             assert store.get_case(NOTIFIED) == document
         assert store.case_files([NOTIFIED])[NOTIFIED].document == document
+        assert store.case_standing(NOTIFIED)[0] == document
     finally:
         store.close()
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import datetime as dt
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
@@ -138,6 +138,16 @@ class CaseWork:
         """The case's life from its entries, each one's MAC verified first: an entry
         the writer's key did not mark is never acted on (JournalIntegrityError)."""
         return fold(case_id, self.store.authentic_entries(case_id), self.registry)
+
+    def standing(self, case_id: str) -> tuple[Mapping[str, Any] | None, CaseLife]:
+        """The case's document (None: never taken in) and its life, read together
+        (:meth:`credit.journal.base.Store.case_standing`), the system's pending work on
+        it finished first (:meth:`finish`), as rare as a worker killed half way."""
+        document, entries = self.store.case_standing(case_id)
+        life = fold(case_id, entries, self.registry)
+        if document is not None and life.system_work is not None:
+            life = self.finish(case_id)
+        return document, life
 
     def lives(self) -> dict[str, CaseLife]:
         """Every case's life, in the order the cases first appear in the journal (every

@@ -539,6 +539,13 @@ class Store(Protocol):
         the first entry that fails)."""
         ...
 
+    def case_standing(self, case_id: str) -> tuple[Mapping[str, Any] | None, list[Entry]]:
+        """A case's document (None: never taken in) and its entries, each entry's hash
+        and MAC verified, read together: the document checked against the digest its
+        intake.accepted entry, among those entries, took in (JournalIntegrityError
+        when it is not the one taken in, as :meth:`get_case`)."""
+        ...
+
     def seal(self, name: str, data: Mapping[str, Any]) -> str:
         """The seal of a vault row, for its intake.accepted entry to hold."""
         ...
@@ -715,6 +722,9 @@ class InMemoryStore:
     def authentic_entries(self, case_id: str | None = None) -> list[Entry]:
         """Entries this store made and holds (immutable): their MACs are checked."""
         return self._marked(self.entries(case_id))
+
+    def case_standing(self, case_id: str) -> tuple[Mapping[str, Any] | None, list[Entry]]:
+        return self.get_case(case_id), self.authentic_entries(case_id)
 
     def _marked(self, entries: list[Entry]) -> list[Entry]:
         """The entries, once each one's MAC is verified (this store made and holds

@@ -211,8 +211,17 @@ class CaseService:
 
     def life(self, case_id: str) -> CaseLife:
         """The case's life, with the system's pending work on it finished first."""
-        self._document(case_id)
-        return self.work.finish(case_id)
+        return self._standing(case_id)[1]
+
+    def _standing(self, case_id: str) -> tuple[Mapping[str, Any], CaseLife]:
+        """The case's document and life (404 if never taken in), its pending system
+        work finished first."""
+        document, life = self.work.standing(case_id)
+        if document is None:
+            raise ServiceError(
+                "no case with this id has been taken in", status=404, case_id=case_id
+            )
+        return document, life
 
     def view(
         self,
@@ -225,11 +234,7 @@ class CaseService:
         notice; reviews by role. ``standing``: the case's document and life as a write
         that just committed left them (else both are read, the system's pending work
         finished first)."""
-        if standing is None:
-            document = self._document(case_id)
-            life = self.work.finish(case_id)
-        else:
-            document, life = standing
+        document, life = self._standing(case_id) if standing is None else standing
         status = status_of(life)
         decision = life.decision
         application = document.get("application")
@@ -434,8 +439,7 @@ class CaseService:
         re-rendered from the record and its journaled date; before it is sent, as it
         would be sent today. ``preview``: also for a decision not released yet (a
         reviewer reads what would be sent). Journals nothing."""
-        document = self._document(case_id)
-        life = self.work.finish(case_id)
+        document, life = self._standing(case_id)
         decision = life.decision
         if decision is None:
             raise ServiceError("no decision is recorded yet", status=409, case_id=case_id)
