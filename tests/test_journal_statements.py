@@ -77,7 +77,7 @@ def test_every_shape_of_a_read_of_entries_gives_the_entries_it_names(
 def test_the_bound_reads_answer_as_before_on_both_databases(backend: str, tmp_path: Path) -> None:
     """Each edge of each read, on SQLite and PostgreSQL: an empty list of cases or kinds,
     a limit of 0, a seq past the head, a case never taken in."""
-    with sql_backend(backend, tmp_path) as (store, _url, _schema):
+    with sql_backend(backend, tmp_path) as (store, url, schema):
         _run(store, tmp_path, cases=6)
         every = store.entries()
         ids = store.case_ids()
@@ -99,6 +99,25 @@ def test_the_bound_reads_answer_as_before_on_both_databases(backend: str, tmp_pa
         assert store.get_monitoring("NEVER-TAKEN-IN") is None
         assert store.leaf_hashes() == [e.leaf_hash() for e in every]
         assert store.leaf_hashes(3) == [e.leaf_hash() for e in every[:3]]
+        # a group's load of its cases (one statement over four tables) reads the same
+        plain = {
+            c: (store.get_case(c), store.authentic_entries(c), store.get_monitoring(c))
+            for c in [*ids, "NEVER-TAKEN-IN"]
+        }
+        decided = {c: store.decision_entry(c) for c in ids}
+        # a store new to the journal: no group of its own handed it views to start from
+        with (
+            open_store(url, schema=schema, create=False, key=store.key) as fresh,
+            fresh.group_commit([*ids, "NEVER-TAKEN-IN"]),
+        ):
+            for case_id, (document, entries, vault) in plain.items():
+                assert fresh.get_case(case_id) == document
+                assert fresh.authentic_entries(case_id) == entries
+                assert fresh.get_monitoring(case_id) == vault
+            assert {c: fresh.decision_entry(c) for c in ids} == decided
+        assert plain["NEVER-TAKEN-IN"] == (None, [], None)
+        assert any(vault is not None for _, _, vault in plain.values())
+        assert any(entry is not None for entry in decided.values())
 
 
 class _Counted:
@@ -135,6 +154,7 @@ def test_the_reads_a_case_takes_build_no_statement_again(
     journal.entries(ids[4], [DECISION_KIND], after_seq=1, limit=5)
     journal.last_seq(ids[5])
     journal.authentic_entries(ids[5])
+    journal.case_standing(ids[5])
     journal.decision_entry(ids[5])
     journal.tree_head()
     journal.leaf_hashes(10)

@@ -62,7 +62,10 @@ from sqlalchemy import (
     event,
     func,
     inspect,
+    literal_column,
+    null,
     select,
+    union_all,
 )
 from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, NoSuchModuleError
@@ -225,9 +228,36 @@ class _Statements:
         e, d, c, m = entries.c, decisions.c, cases.c, monitoring.c
         self.entries_of_cases = select(entries).where(e.case_id.in_(_IDS)).order_by(e.seq)
         self.entries_of_cases_kinds = self.entries_of_cases.where(e.kind.in_(_KINDS))
-        self.decisions_of_cases = select(decisions).where(d.case_id.in_(_IDS))
-        self.cases_of = select(cases).where(c.case_id.in_(_IDS))
-        self.monitoring_of = select(monitoring).where(m.case_id.in_(_IDS))
+
+        # A group's load of its cases: their entries, decision rows, documents and vault
+        # rows in one statement (one round trip, where four took four), each row
+        # tagged by its table (``src``), the entries by seq; a document's or a vault
+        # row's text in ``payload``.
+        def nulls(n: int) -> list[Any]:
+            return [null() for _ in range(n)]
+
+        self.rows_of_cases = union_all(
+            select(
+                literal_column("0").label("src"),
+                e.seq,
+                e.case_id,
+                e.kind,
+                e.payload,
+                e.prev_hash,
+                e.recorded_at,
+                e.hash,
+                e.mac,
+            ).where(e.case_id.in_(_IDS)),
+            # seq, case_id, then nothing for kind to mac
+            select(literal_column("1"), d.seq, d.case_id, *nulls(6)).where(d.case_id.in_(_IDS)),
+            # case_id and the text in payload, nothing else
+            select(literal_column("2"), null(), c.case_id, null(), c.document, *nulls(4)).where(
+                c.case_id.in_(_IDS)
+            ),
+            select(literal_column("3"), null(), m.case_id, null(), m.data, *nulls(4)).where(
+                m.case_id.in_(_IDS)
+            ),
+        ).order_by(literal_column("src"), literal_column("seq"))
         self.documents_of = select(c.case_id, c.document).where(c.case_id.in_(_IDS))
         self.vault_rows_of = select(m.case_id, m.data).where(m.case_id.in_(_IDS))
         self.accepted_of = (
@@ -771,7 +801,11 @@ class SqlStore:
                 if self._postgres:
                     conn.execute(self._advisory_lock)
                 group = _Group(conn=conn, thread=threading.get_ident())
-                group.start = self._head_seq(conn)
+                # The head's seq and hash in one read: where the group starts, and what
+                # its first entry chains to (a PostgreSQL round trip fewer a group).
+                head = conn.execute(self._q.head).first()
+                group.head = (head.seq, head.hash) if head else (0, GENESIS_HASH)
+                group.start = group.head[0]
                 self._take_carried(group, conn)
                 self._open_group(group)
                 try:
@@ -993,29 +1027,33 @@ class SqlStore:
         for start in range(0, len(wanted), VERIFY_PAGE):
             page = wanted[start : start + VERIFY_PAGE]
             views = {case_id: _CaseView() for case_id in page}
-            for row in conn.execute(q.entries_of_cases, {"ids": page}):
-                view = views[row.case_id]
-                entry = self._checked(row, key)
-                view.entries.append(entry)
-                view.committed_seq = entry.seq
-                if view.accepted is None and entry.kind == INTAKE_ACCEPTED:
-                    view.accepted = entry.payload
-            for row in conn.execute(q.decisions_of_cases, {"ids": page}):
-                views[row.case_id].decision_row = row.seq
-            for row in conn.execute(q.cases_of, {"ids": page}):
-                document = dict(loads(row.document))
-                view = views[row.case_id]
-                digest = accepted_digest(view.accepted or {})
-                problem = document_problem(document, digest, text=row.document)
-                if problem is not None:
-                    raise Finding("case-document", problem, case_id=row.case_id).error()
-                view.document = document
-                view.document_checked = digest is not None
-            # Their vault rows too (a case's own; a ``<caseId>#...`` row is read when
-            # asked for): the group holds the write lock, so a row not here now is
-            # not in the journal until the group writes it.
-            for row in conn.execute(q.monitoring_of, {"ids": page}):
-                group.monitoring.setdefault(row.case_id, dict(loads(row.data)))
+            # One statement: the entries (by seq), then the decision rows, documents
+            # and vault rows (the documents checked against the entries read before).
+            for row in conn.execute(q.rows_of_cases, {"ids": page}):
+                src = int(row.src)
+                if src == 0:
+                    view = views[row.case_id]
+                    entry = self._checked(row, key)
+                    view.entries.append(entry)
+                    view.committed_seq = entry.seq
+                    if view.accepted is None and entry.kind == INTAKE_ACCEPTED:
+                        view.accepted = entry.payload
+                elif src == 1:
+                    views[row.case_id].decision_row = row.seq
+                elif src == 2:
+                    document = dict(loads(row.payload))
+                    view = views[row.case_id]
+                    digest = accepted_digest(view.accepted or {})
+                    problem = document_problem(document, digest, text=row.payload)
+                    if problem is not None:
+                        raise Finding("case-document", problem, case_id=row.case_id).error()
+                    view.document = document
+                    view.document_checked = digest is not None
+                else:
+                    # Their vault rows too (a case's own; a ``<caseId>#...`` row is read
+                    # when asked for): the group holds the write lock, so a row not here
+                    # now is not in the journal until the group writes it.
+                    group.monitoring.setdefault(row.case_id, dict(loads(row.payload)))
             for case_id in page:
                 group.monitoring.setdefault(case_id, None)
             group.cases.update(views)
