@@ -32,7 +32,12 @@ from typing import Final, NamedTuple
 
 from credit.journal.base import Store
 
-__all__ = ["DEFAULT_CHECKPOINT_INTERVAL_S", "CadenceStatus", "CheckpointCadence"]
+__all__ = [
+    "DEFAULT_CHECKPOINT_INTERVAL_S",
+    "CadenceStatus",
+    "CheckpointCadence",
+    "failure_summary",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -50,7 +55,15 @@ class CadenceStatus(NamedTuple):
     signed: int  # the journal's size under this writer's newest signature (or cover)
     waiting: int  # entries this writer committed that no checkpoint covers yet
     waiting_for_s: float  # how long the oldest of them has waited (0.0 if none)
-    error: str | None  # why the latest signature failed; None once one succeeds
+    error: str | None  # what failed the latest signature (failure_summary); None once one succeeds
+
+
+def failure_summary(err: Exception) -> str:
+    """What failed a signature, said without the paths or values in its message (the
+    open ``GET /healthz`` carries it; the log has the whole message): the error's
+    type, and for a journal that failed verification, the check it failed."""
+    check = getattr(err, "check", None)
+    return type(err).__name__ + (f" ({check})" if isinstance(check, str) else "")
 
 
 class CheckpointCadence:
@@ -129,7 +142,7 @@ class CheckpointCadence:
                 self._signed,
                 max(0, self._wanted - self._signed),
                 0.0 if since is None else max(0.0, self._clock() - since),
-                None if self._error is None else str(self._error),
+                None if self._error is None else failure_summary(self._error),
             )
 
     # ------------------------------------------------------------------ signing

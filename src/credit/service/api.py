@@ -100,7 +100,10 @@ class Signing(_Model):
     waiting: int = Field(description="Entries this worker wrote that no checkpoint covers yet.")
     waiting_for_s: float = Field(description="How long the oldest of them has waited.")
     error: str | None = Field(
-        description="Why the latest signature failed (writes are refused until one succeeds)."
+        description=(
+            "What failed the latest signature: the error's type and check, no path "
+            "(writes are refused until one succeeds)."
+        )
     )
 
 
@@ -319,7 +322,8 @@ async def _raw_case(request: Request) -> Any:
 def health(request: Request) -> Response:
     """Liveness, the database and the signing: 200 when the journal's database answers
     and the tree head is being signed, 503 ("degraded") when its latest signature
-    failed (writes are refused until one succeeds; ``signing.error`` says why)."""
+    failed (writes are refused until one succeeds; ``signing.error`` names what failed,
+    the log says why)."""
     store = request.app.state.store
     store.get_case("#healthz")  # a read of the journal's database ('#' is in no case id)
     database = store.dialect if isinstance(store, SqlStore) else "memory"

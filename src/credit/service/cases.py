@@ -52,7 +52,11 @@ from credit.guardrails.expectation import expectation_for
 from credit.guardrails.report import VerificationReport
 from credit.guardrails.verifier import Verifier
 from credit.journal.base import ChainReport, Store
-from credit.journal.cadence import DEFAULT_CHECKPOINT_INTERVAL_S, CheckpointCadence
+from credit.journal.cadence import (
+    DEFAULT_CHECKPOINT_INTERVAL_S,
+    CheckpointCadence,
+    failure_summary,
+)
 from credit.lifecycle import CaseLife
 from credit.models import parse_case
 from credit.notice_format import Notice, NoticeBasis
@@ -173,8 +177,9 @@ class CaseService:
         if refused is None:
             return None
         return ServiceError(
-            f"the journal's tree head could not be signed ({refused}); nothing was "
-            "recorded: the service takes no writes until it can sign",
+            f"the journal's tree head could not be signed ({failure_summary(refused)}; "
+            "the server's log says why); nothing was recorded: the service takes no "
+            "writes until it can sign",
             status=503,
         )
 
@@ -217,6 +222,9 @@ class CaseService:
         """The case's document and life (404 if never taken in), its pending system
         work finished first."""
         document, life = self.work.standing(case_id)
+        # Pending system work it finished (after a killed worker) is signed as a
+        # write's is: the cadence is told of this thread's commits.
+        self.committed()
         if document is None:
             raise ServiceError(
                 "no case with this id has been taken in", status=404, case_id=case_id
