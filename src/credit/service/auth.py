@@ -192,7 +192,10 @@ def require_roles(*roles: Role) -> Callable[..., Awaitable[Principal]]:
         # still stands (a session's signature and that read, likewise): a hand-off to a
         # worker thread costs more than that under load (docs/service.md, "Reads on the
         # event loop"). A key not verified within the minute runs scrypt, on a thread:
-        # never on the loop, which a guesser's keys would otherwise stop.
+        # never on the loop, which a guesser's keys would otherwise stop. (A key whose
+        # minute ends between this look and authenticate's own runs scrypt here, once:
+        # a key in use is checked again before its minute ends, so only an idle key's
+        # first request could, in the microseconds between two dictionary reads.)
         key = request.headers.get(API_KEY_HEADER)
         if key is not None and not request.app.state.keys.checked_lately(key):
             principal = await run_in_threadpool(principal_from_request, request)
