@@ -104,28 +104,26 @@ class CheckpointCadence:
         now (interval 0: a failure raises, as the signature is the write's) or by the
         cadence's thread within an interval."""
         size = self.store.committed_size()
-        if size is None:
-            return
+        if size is not None and self._want(size) and self.interval_s == 0:
+            self.flush()
+
+    def _want(self, size: int) -> bool:
+        """The journal's first ``size`` entries are to be signed; False if a signature
+        already wanted or made covers them. Wakes the signing thread."""
         with self._lock:
             if size <= max(self._wanted, self._signed):
-                return
+                return False
             self._wanted = size
             if self._waiting_since is None:
                 self._waiting_since = self._clock()
             self._due.notify()
-        if self.interval_s == 0:
-            self.flush()
+            return True
 
     def cover_journal(self) -> Path | None:
         """At a writer's start: sign the journal's head as it stands, unless a
         checkpoint covers it (a writer killed before its signature leaves its last
         entries waiting for one). A failure is raised (and kept, see :meth:`refusal`)."""
-        size, _root = self.store.tree_head()
-        with self._lock:
-            if size > self._wanted:
-                self._wanted = size
-                if self._waiting_since is None:
-                    self._waiting_since = self._clock()
+        self._want(self.store.tree_head()[0])
         return self.flush()
 
     def refusal(self) -> Exception | None:

@@ -527,6 +527,20 @@ class _Carried:
     tail_from: int
 
 
+def _stored_document(
+    case_id: str, text: str, accepted: Mapping[str, Any] | None
+) -> tuple[dict[str, Any], bool]:
+    """A case's stored document and whether it was checked: against the digest its
+    intake.accepted payload ``accepted`` took in (JournalIntegrityError, ``case-document``,
+    when it is not that document; unchecked when no digest binds it)."""
+    document = dict(loads(text))
+    digest = accepted_digest(accepted or {})
+    problem = document_problem(document, digest, text=text)
+    if problem is not None:
+        raise Finding("case-document", problem, case_id=case_id).error()
+    return document, digest is not None
+
+
 def _seq_of(entry: Entry) -> int:
     return entry.seq
 
@@ -1041,14 +1055,10 @@ class SqlStore:
                 elif src == 1:
                     views[row.case_id].decision_row = row.seq
                 elif src == 2:
-                    document = dict(loads(row.payload))
                     view = views[row.case_id]
-                    digest = accepted_digest(view.accepted or {})
-                    problem = document_problem(document, digest, text=row.payload)
-                    if problem is not None:
-                        raise Finding("case-document", problem, case_id=row.case_id).error()
-                    view.document = document
-                    view.document_checked = digest is not None
+                    view.document, view.document_checked = _stored_document(
+                        row.case_id, row.payload, view.accepted
+                    )
                 else:
                     # Their vault rows too (a case's own; a ``<caseId>#...`` row is read
                     # when asked for): the group holds the write lock, so a row not here
@@ -1341,13 +1351,8 @@ class SqlStore:
         entries = [self._checked(row, key) for row in rows]
         if text is None:
             return None, entries
-        document = dict(loads(text))
         accepted = next((e.payload for e in entries if e.kind == INTAKE_ACCEPTED), None)
-        if accepted is not None:
-            problem = document_problem(document, accepted_digest(accepted), text=text)
-            if problem is not None:
-                raise Finding("case-document", problem, case_id=case_id).error()
-        return document, entries
+        return _stored_document(case_id, text, accepted)[0], entries
 
     def seal(self, name: str, data: Mapping[str, Any]) -> str:
         return self.key.seal(name, data)
@@ -1705,12 +1710,7 @@ class SqlStore:
             accepted = None if text is None else self._accepted(conn, case_id)
         if text is None:
             return None
-        document = dict(loads(text))
-        if accepted is not None:
-            problem = document_problem(document, accepted_digest(accepted), text=text)
-            if problem is not None:
-                raise Finding("case-document", problem, case_id=case_id).error()
-        return document
+        return _stored_document(case_id, text, accepted)[0]
 
     def put_monitoring(self, case_id: str, data: Mapping[str, Any]) -> bool:
         text = dumps(data, sort_keys=True)

@@ -334,19 +334,14 @@ def health(request: Request) -> Response:
         "worker": os.getpid(),
         "signing": None,
     }
-    cadence = request.app.state.service.cadence
-    if cadence is not None:
-        now = cadence.status()
-        body["signing"] = {
-            "intervalS": now.interval_s,
-            "signed": now.signed,
-            "waiting": now.waiting,
-            "waitingForS": round(now.waiting_for_s, 3),
-            "error": now.error,
-        }
-        if now.error is not None and now.waiting:
-            body["status"] = "degraded"
-            return WireJSONResponse(body, status_code=503)
+    service: CaseService = request.app.state.service
+    if service.cadence is not None:
+        now = service.cadence.status()
+        signing = now._replace(waiting_for_s=round(now.waiting_for_s, 3))._asdict()
+        body["signing"] = Signing.model_validate(signing).model_dump(by_alias=True)
+    if service.write_refusal() is not None:  # the rule every write is refused by
+        body["status"] = "degraded"
+        return WireJSONResponse(body, status_code=503)
     return WireJSONResponse(body)
 
 

@@ -7,6 +7,7 @@ hands the same settings to every worker process.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 from pathlib import Path
 from typing import Final
@@ -118,12 +119,10 @@ def _whole_number(name: str, text: str) -> int:
 
 def _seconds(name: str, text: str) -> float:
     """The value of environment variable ``name``, a number of seconds written in
-    decimal (InputError naming the variable otherwise: no 'nan', 'inf' or '1e3')."""
-    try:
-        if not text.replace(".", "", 1).isdigit():
-            raise ValueError(text)
-        return float(text)
-    except ValueError:
+    decimal digits (InputError naming the variable otherwise: no sign, exponent, 'nan'
+    or 'inf'; the settings' own bounds are checked when they are built)."""
+    if re.fullmatch(r"[0-9]+(\.[0-9]*)?|\.[0-9]+", text) is None:
         raise InputError(
             f"${name} must be a number of seconds such as 0.25, not {text!r}", field=name
-        ) from None
+        )
+    return float(text)
