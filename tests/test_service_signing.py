@@ -14,13 +14,15 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from conftest import auto_case
 from credit.errors import InputError
 from credit.journal.checkpoint import newest_file
 from credit.journal.tree import covering_checkpoint
 from credit.service.app import create_app
 from credit.service.auth import Role
 from credit.service.settings import CHECKPOINT_INTERVAL_ENV, ServiceSettings
-from service_support import BACKENDS, Api, approvable, service_api
+from governance_support import record
+from service_support import BACKENDS, MONITORING, Api, approvable, service_api
 from test_service_api import error
 
 LONG = 60.0  # the longest the settings allow, and no test outlasts it: a close or a flush signs
@@ -123,6 +125,22 @@ def test_a_worker_starts_by_signing_what_a_killed_worker_left(tmp_path: Path) ->
     settings = ServiceSettings(database_url=url, outbox=tmp_path / "outbox")
     with TestClient(create_app(settings, checkpoints=tmp_path / "checkpoints")):
         assert signed_size(tmp_path) == entries  # at start, before any request
+
+
+def test_a_read_that_finishes_the_systems_pending_work_has_it_signed(tmp_path: Path) -> None:
+    with service_api("sqlite", tmp_path, checkpoint_interval_s=LONG) as api:
+        cadence = api.app.state.service.cadence
+        # a decision recorded with no Keystone review, as a worker killed before its
+        # review leaves it (written here, behind the service's back: nothing told)
+        record(api.store, auto_case(case_id="SIGN-R-1"), monitor=MONITORING)
+        before = len(api.store.entries())
+        assert cadence.status().waiting == 0
+        read = api.get("/v1/cases/SIGN-R-1", Role.AUDITOR)
+        assert read.status_code == 200 and read.json()["state"] != "pending"
+        after = len(api.store.entries())
+        assert after > before  # the read did the review first
+        assert cadence.status().signed + cadence.status().waiting == after
+    assert signed_size(tmp_path) == after
 
 
 @pytest.mark.parametrize(
