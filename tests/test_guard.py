@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from conftest import auto_case
 from credit.fairness_terms import default_prohibited_terms
 from credit.governance.guard import (
+    REDACTED_VALUE,
     FairLendingGuard,
     Redaction,
     default_guard,
@@ -194,13 +195,21 @@ INNOCUOUS = ["product", "score", "items", "name", "value", "ageOfAccounts", "x_y
 free_keys = st.text(alphabet=st.characters(exclude_characters=".[]"), max_size=12)
 keys = st.one_of(st.sampled_from(PROHIBITED_SPELLINGS), st.sampled_from(INNOCUOUS), free_keys)
 leaves = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=8))
-json_values = st.recursive(
-    leaves,
-    lambda children: st.one_of(
-        st.lists(children, max_size=4), st.dictionaries(keys, children, max_size=5)
-    ),
-    max_leaves=30,
-)
+
+
+def trees(leaf: st.SearchStrategy[Any], key: st.SearchStrategy[str], **size: int) -> Any:
+    """JSON-like values of lists and objects (keys drawn from ``key``) over ``leaf``."""
+    return st.recursive(
+        leaf,
+        lambda children: st.one_of(
+            st.lists(children, max_size=4),
+            st.dictionaries(key, children, max_size=size["max_keys"]),
+        ),
+        max_leaves=size["max_leaves"],
+    )
+
+
+json_values = trees(leaves, keys, max_keys=5, max_leaves=30)
 
 
 @settings(max_examples=300, deadline=None)
@@ -222,3 +231,41 @@ def test_no_redacted_value_ever_keeps_a_prohibited_key_and_every_removal_is_list
     for r in found:
         if r.match == "value":
             assert not any(r.path == q or r.path.startswith((q + ".", q + "[")) for q in outermost)
+
+
+def _at(value: Any, path: str) -> Any:
+    """What a redaction's path names in ``value`` (``a.b[0][1].c``; "" is the value)."""
+    for part in [p for p in path.replace("[", ".[").split(".") if p]:
+        value = value[int(part[1:-1])] if part.startswith("[") else value[part]
+    return value
+
+
+CITING = ["the applicant is married", "account opened at age 19", "receives welfare"]
+PLAIN_TEXT = ["late30", "Number of accounts with delinquency", "34%", "2026-01-31"]
+texts = st.sampled_from(CITING + PLAIN_TEXT)
+plain_keys = st.sampled_from(["kind", "note", "items", "detail", "lines", "x"])
+text_trees = trees(texts, plain_keys, max_keys=4, max_leaves=25)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text_trees, st.sampled_from(["", "creditReport"]))
+def test_each_value_redaction_names_the_path_of_the_text_it_redacted(value: Any, root: str) -> None:
+    """Wherever a citing text stands (a field's value, an item of a list, a list in a
+    list, the value itself), its redaction's path leads to it, and every citing text
+    has one: the path is written only for a hit, so this checks the writing."""
+    cleaned, found = FairLendingGuard().redact(value, path=root)
+    hits = [r for r in found if r.match == "value"]
+    assert [r for r in found if r.match == "key"] == []
+
+    def citing(item: Any) -> int:
+        if isinstance(item, str):
+            return int(item in CITING)
+        items = item.values() if isinstance(item, dict) else item
+        return sum(citing(i) for i in items)
+
+    assert len({r.path for r in hits}) == citing(value)
+    for r in hits:
+        relative = r.path[len(root) :].lstrip(".") if root else r.path
+        assert r.path.startswith(root)
+        assert _at(value, relative) in CITING
+        assert _at(cleaned, relative) == REDACTED_VALUE

@@ -237,8 +237,13 @@ class Governor:
         """
 
         def read() -> tuple[Any, tuple[Redaction, ...], tuple[Redaction, ...]]:
-            cleaned, found = self._redact_embedded(result, "")
-            return cleaned, tuple(found), tuple(self._find_embedded(cleaned, ""))
+            cleaned, found = self.guard.redact(result, path="")
+            if _may_hold_json(cleaned):  # text that may be JSON: parsed and guarded too
+                cleaned = self._embedded(cleaned, "", found)
+                remaining = self._find_embedded(cleaned, "")
+            else:  # none: the post-check's walk is the guard's alone (the same value)
+                remaining = self.guard.find_prohibited_keys(cleaned, path="")
+            return cleaned, tuple(found), tuple(remaining)
 
         if same_as is None:
             cleaned, found, remaining = read()

@@ -223,17 +223,27 @@ class FairLendingGuard:
         if kind is dict or isinstance(value, Mapping):
             out: dict[Any, Any] = {}
             for name, item in value.items():
-                here = _join(path, str(name))
                 hit = self.basis_of(name) if isinstance(name, str) else None
                 if hit is not None:
-                    found.append(Redaction(here, name, hit[0], hit[1]))
+                    found.append(Redaction(_join(path, str(name)), name, hit[0], hit[1]))
                     if values is not None:
                         values.append(item)
                     if remove:
                         continue
+                if type(item) is str:  # a leaf: its path is written only if it is a hit
+                    out[name] = self._leaf(
+                        item,
+                        path,
+                        found,
+                        remove=remove,
+                        read_values=read_values,
+                        key=str(name),
+                        step=str(name),
+                    )
+                    continue
                 out[name] = self._walk(
                     item,
-                    here,
+                    _join(path, str(name)),
                     found,
                     remove=remove,
                     values=values,
@@ -243,7 +253,11 @@ class FairLendingGuard:
             return out
         if isinstance(value, (list, tuple)):
             items = [
-                self._walk(
+                self._leaf(
+                    item, path, found, remove=remove, read_values=read_values, key=key, step=i
+                )
+                if type(item) is str
+                else self._walk(
                     item,
                     f"{path}[{i}]",
                     found,
@@ -268,7 +282,11 @@ class FairLendingGuard:
         remove: bool,
         read_values: bool,
         key: str,
+        step: str | int | None = None,
     ) -> str:
+        """A text value, redacted if it cites a basis. Its path is ``path`` itself, or
+        with ``step`` (a field's name, an item's index) after it: written only for a hit
+        (most values are none, and a path is written for every hit as before)."""
         if (
             read_values
             and value != REDACTED_VALUE
@@ -277,6 +295,10 @@ class FairLendingGuard:
         ):
             bases = self.value_bases(value)
             if bases:
+                if type(step) is int:
+                    path = f"{path}[{step}]"
+                elif step is not None:
+                    path = _join(path, str(step))
                 for basis, kind in bases:
                     found.append(Redaction(path, key, basis, kind, "value"))
                 return REDACTED_VALUE if remove else value
