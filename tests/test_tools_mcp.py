@@ -162,6 +162,51 @@ def test_a_case_never_taken_in_is_an_error_not_an_empty_result() -> None:
     assert "no case with this id has been taken in" in result.text
 
 
+class CountingStore(InMemoryStore):
+    """A store that counts the reads of each case's document."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads: dict[str, int] = {}
+
+    def get_case(self, case_id: str) -> Any:
+        self.reads[case_id] = self.reads.get(case_id, 0) + 1
+        return super().get_case(case_id)
+
+
+def test_a_turn_reads_its_case_document_once_for_every_tool_and_the_completion() -> None:
+    case = auto_case(case_id="C-ONCE")
+    store = CountingStore()
+    intake(case, store)
+    store.reads.clear()
+    tools = tools_for(store, "C-ONCE", underwriter="rules")
+
+    async def script(session: ToolSession) -> Any:
+        for name in ("get_application", "get_credit_report", "get_policy"):
+            assert (await session.call(name)).ok
+        return await session.call("record_decision", {"decision": decision_wire(case)})
+
+    assert in_session(tools, script).ok
+    assert store.reads == {"C-ONCE": 1}
+    # what the tools serve is the document as stored, unchanged by serving it
+    again = tools.get_application()["application"]
+    assert store.reads == {"C-ONCE": 1}
+    document = store.get_case("C-ONCE")
+    assert document is not None and again == jsonable(document["application"])
+
+
+def test_a_case_never_taken_in_stays_an_error_on_every_call_of_a_turn() -> None:
+    store = CountingStore()
+    tools = tools_for(store, "C-NONE")
+
+    async def script(session: ToolSession) -> Any:
+        return [await session.call(name) for name in ("get_application", "get_credit_report")]
+
+    results = in_session(tools, script)
+    assert [r.ok for r in results] == [False, False]
+    assert store.reads == {"C-NONE": 2}  # nothing remembered of a case that is not there
+
+
 def test_record_decision_twice_fails_the_second_time_and_changes_nothing() -> None:
     case = auto_case(case_id="C-TWICE")
     store = taken_in(case)

@@ -129,12 +129,19 @@ class CaseTools:
         self.registry = registry or PolicyRegistry.bundled()
         self.catalogue = catalogue or default_catalogue()
         self.calls: list[str] = []
+        self._read_document: Mapping[str, Any] | None = None
 
     def _document(self) -> Mapping[str, Any]:
-        document = self.store.get_case(self.case_id)
-        if document is None:
-            raise InputError("no case with this id has been taken in", case_id=self.case_id)
-        return document
+        """The case's document, read from the store once for these tools (the store
+        checks it against its intake digest as it reads it; a case's document never
+        changes once taken in): each tool, the case date and the completion use it.
+        Shared: never modified (each result is a copy, by :func:`jsonable`)."""
+        if self._read_document is None:
+            document = self.store.get_case(self.case_id)
+            if document is None:
+                raise InputError("no case with this id has been taken in", case_id=self.case_id)
+            self._read_document = document
+        return self._read_document
 
     @property
     def as_of(self) -> dt.date:
