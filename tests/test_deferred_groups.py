@@ -323,6 +323,45 @@ def test_views_of_cases_no_one_else_moved_are_carried_past_another_writers_commi
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("bounded", [False, True])
+def test_a_locked_group_takes_on_the_views_no_one_else_moved(
+    backend: str, bounded: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's worker commits its notices and ethics findings in locked groups, most
+    often after the other worker committed: the views no one else moved are taken on
+    as its last group left them, the one another writer moved is read again (with
+    that writer's entry). Past the bound on what a locked group looks up (many more
+    views than the cases it names: the service's group of one case), it keeps the
+    views of the cases it names alone, and a case it did not name is read again when
+    a later group names it."""
+    import credit.journal.sql as sql_module
+
+    if bounded:
+        monkeypatch.setattr(sql_module, "LOCKED_LOOKS_FLOOR", 0)
+        monkeypatch.setattr(sql_module, "LOCKED_LOOKS_PER_CASE", 1)
+    with journal(backend, tmp_path) as open_one:
+        store = open_one()
+        with store.group_commit(["X", "Y", "W"], deferred=True):
+            for case_id in ("X", "Y", "W"):
+                work(store, case_id, n=1)
+        other_writer_appends(open_one, "Y")
+        read = cases_read(store, monkeypatch)
+        with store.group_commit(["X", "Y"]):
+            assert read == ["Y"]  # X as the last group left it
+            assert [e.payload.get("by") for e in store.entries("Y")][-1] == "another writer"
+            assert store.get_monitoring("X") == {"race": ["Asian"]}
+            with pytest.raises(StaleCaseError):  # X's view is where X stands
+                store.append("X", "stale", {}, after=store.last_seq("X") - 1)
+            store.append("X", "note.added", {"again": True}, after=store.last_seq("X"))
+            store.append("Y", "note.added", {"again": True}, after=store.last_seq("Y"))
+        with store.group_commit(["W"]):
+            assert read == (["Y", "W"] if bounded else ["Y"])
+            assert [e.kind for e in store.entries("W")][-1] == DECISION_KIND
+        assert store.verify().ok
+        assert [e.payload for e in store.entries("X")][-1] == {"again": True}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_threads_of_one_store_each_run_a_deferred_group_at_once(
     backend: str, tmp_path: Path
 ) -> None:

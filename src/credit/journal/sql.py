@@ -138,9 +138,9 @@ PG_CONNECT_TIMEOUT_S: Final = 10
 VERIFY_PAGE: Final = 1000
 # How many cases' views a group commit hands on to the next one (the notices and the
 # ethics findings of a run's group are their own commits, on the same cases): each
-# entry was checked when it was read or written, and they are used only if the
-# journal's head has not moved since (no one else has appended). A bound, not a cache
-# of the journal.
+# entry was checked when it was read or written, and a view is used only if no one
+# else has appended to its case since (group_commit). A bound, not a cache of the
+# journal.
 CARRIED_VIEWS: Final = 512
 # How many of the entries its groups committed last a store hands on with them: a
 # reader across cases caught up with them (the comparison pool, between one group's
@@ -148,6 +148,14 @@ CARRIED_VIEWS: Final = 512
 # from memory, and further back reads the database once a group. Most are the
 # carried views' own.
 CARRIED_ENTRIES: Final = 4096
+# When another writer committed since the views were handed on, a locked group (which
+# holds the write lock while it looks) looks up every view if they are at most this
+# many times the cases it names (or at most LOCKED_LOOKS_FLOOR): a run's notice and
+# ethics groups name from a third of their batch group's cases to all of them; the
+# service's group names one case, and keeps only its view rather than look up
+# hundreds under the lock for each request.
+LOCKED_LOOKS_PER_CASE: Final = 4
+LOCKED_LOOKS_FLOOR: Final = 64
 
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 _WRITE: Final = "credit_journal_write"
@@ -789,10 +797,13 @@ class SqlStore:
         inside a group joins it. No checkpoint is signed inside a group.
 
         A committed group hands its case views (up to :data:`CARRIED_VIEWS`) on to the
-        next group, which starts from them only if the journal's head is where the
-        first left it (no one has appended since): a run's notices and ethics findings,
-        each their own commit on the group's cases, do not read those cases again. A
-        group that raises, or whose rows went around its views, hands nothing on. A row
+        next group, which starts from them as they are if the journal's head is where
+        the first left it, and otherwise from those whose cases no other writer moved
+        since (one read finds them; a locked group looks only at the cases it names):
+        a run's notices and ethics findings, each their own commit on the group's
+        cases, do not read those cases again, whether or not another worker committed
+        in between. A group that raises, or whose rows went around its views, hands
+        nothing on. A row
         changed in the database meanwhile is not read again here; the chain's
         verification (which ends every run) finds it.
 
@@ -805,8 +816,9 @@ class SqlStore:
         if self._joined() is not None:
             yield
             return
+        wanted = list(case_ids)
         if deferred and self.shared:
-            with self._deferred_group(case_ids):
+            with self._deferred_group(wanted):
                 yield
             return
         with self._failures(), self._writers(), self._engine.connect() as conn:
@@ -820,10 +832,10 @@ class SqlStore:
                 head = conn.execute(self._q.head).first()
                 group.head = (head.seq, head.hash) if head else (0, GENESIS_HASH)
                 group.start = group.head[0]
-                self._take_carried(group, conn)
+                self._take_carried(group, conn, wanted)
                 self._open_group(group)
                 try:
-                    self._load_cases(group, case_ids)
+                    self._load_cases(group, wanted)
                     yield
                     self._materialise(group)
                     log = group.log
@@ -835,7 +847,7 @@ class SqlStore:
             self._carry(group)
 
     @contextlib.contextmanager
-    def _deferred_group(self, case_ids: Iterable[str]) -> Iterator[None]:
+    def _deferred_group(self, case_ids: list[str]) -> Iterator[None]:
         """A group commit whose work runs without the journal's write lock
         (ADR-0002). Its reads are of committed rows (each case read once, as a
         locked group reads them) and of its own rows, kept in memory; each entry it
@@ -859,7 +871,7 @@ class SqlStore:
                 head=opened,
                 start=opened[0],
             )
-            self._take_carried(group, conn)
+            self._take_carried(group, conn, case_ids)
         self._open_group(group)
         try:
             with self._failures():
@@ -979,21 +991,27 @@ class SqlStore:
                 entries.append(entry)
             view.entries = entries
 
-    def _take_carried(self, group: _Group, conn: Connection) -> None:
+    def _take_carried(self, group: _Group, conn: Connection, case_ids: list[str]) -> None:
         """Start a group from what the last one handed on: its views of the cases no
-        one has appended to since (each then the journal's; for a deferred group one
-        read finds those another writer moved, when the head moved at all; a locked
-        group takes none then), and its entries if no one has appended anything
-        since."""
+        one has appended to since (each then the journal's), and its entries if no one
+        has appended anything since. When the head moved (another writer committed
+        meanwhile), one read finds the cases that writer moved, of every view (a run's
+        worker takes its cases on from its last group without reading them again);
+        a locked group, which holds the write lock from here on, looks up every view
+        only if they are not many more than the cases it names (``case_ids``,
+        :data:`LOCKED_LOOKS_PER_CASE`), else those it names alone and leaves the others
+        (the service's group of one case, whose view is seldom carried, reads that case
+        as before)."""
         with self._carried_lock:
             carried, self._carried = self._carried, None
         group.tail_from = group.start
         if carried is None or carried.head > group.start:
             return
         views = carried.views
-        if carried.head < group.start and group.conn is not None:
-            return  # a locked group reads its cases afresh (one each, in the service)
         if carried.head < group.start:  # another writer committed meanwhile
+            bound = max(LOCKED_LOOKS_FLOOR, LOCKED_LOOKS_PER_CASE * len(case_ids))
+            if group.conn is not None and len(views) > bound:  # the views it names alone
+                views = {c: views[c] for c in dict.fromkeys(case_ids) if c in views}
             for case_id, _ in self._moved(conn, carried.head, list(views)):
                 del views[case_id]
         group.cases = views
