@@ -336,8 +336,7 @@ def test_a_locked_group_takes_on_the_views_no_one_else_moved(
     a later group names it."""
     import credit.journal.sql as sql_module
 
-    if bounded:
-        monkeypatch.setattr(sql_module, "LOCKED_LOOKS_FLOOR", 0)
+    if bounded:  # three views, two cases named: more than one view a case
         monkeypatch.setattr(sql_module, "LOCKED_LOOKS_PER_CASE", 1)
     with journal(backend, tmp_path) as open_one:
         store = open_one()

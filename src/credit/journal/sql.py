@@ -150,12 +150,11 @@ CARRIED_VIEWS: Final = 512
 CARRIED_ENTRIES: Final = 4096
 # When another writer committed since the views were handed on, a locked group (which
 # holds the write lock while it looks) looks up every view if they are at most this
-# many times the cases it names (or at most LOCKED_LOOKS_FLOOR): a run's notice and
-# ethics groups name from a third of their batch group's cases to all of them; the
-# service's group names one case, and keeps only its view rather than look up
-# hundreds under the lock for each request.
+# many times the cases it names: a run's notice and ethics groups name from a third of
+# their batch group's cases to all of them; the service's group names one case, and
+# keeps only its view rather than look up the views of other requests' cases under
+# the lock.
 LOCKED_LOOKS_PER_CASE: Final = 4
-LOCKED_LOOKS_FLOOR: Final = 64
 
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 _WRITE: Final = "credit_journal_write"
@@ -1009,7 +1008,7 @@ class SqlStore:
             return
         views = carried.views
         if carried.head < group.start:  # another writer committed meanwhile
-            bound = max(LOCKED_LOOKS_FLOOR, LOCKED_LOOKS_PER_CASE * len(case_ids))
+            bound = LOCKED_LOOKS_PER_CASE * len(case_ids)
             if group.conn is not None and len(views) > bound:  # the views it names alone
                 views = {c: views[c] for c in dict.fromkeys(case_ids) if c in views}
             for case_id, _ in self._moved(conn, carried.head, list(views)):
