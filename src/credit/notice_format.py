@@ -336,6 +336,29 @@ def _notice_json(n: Notice) -> str:
     )
 
 
+def _members(model: type[BaseModel]) -> tuple[tuple[str, str], ...]:
+    """A model's fields in the order of their wire names: (the name as JSON writes it
+    with its colon, the attribute)."""
+    fields = sorted((info.alias or name, name) for name, info in model.model_fields.items())
+    return tuple((f"{_string(alias)}:", name) for alias, name in fields)
+
+
+def _object(model: Any, members: tuple[tuple[str, str], ...], *, omit_none: bool) -> str:
+    """The model's wire form written from its fields (``members``: :func:`_members` of
+    its class; ``omit_none``: absent optionals left out, as its ``to_wire`` does)."""
+    out = []
+    for key, name in members:
+        value = getattr(model, name)
+        if value is None and omit_none:
+            continue
+        out.append(key + _scalar(value))
+    return "{" + ",".join(out) + "}"
+
+
+_APPLICATION = _members(Application)
+_OFFER = _members(OfferFacts)
+
+
 def _expectation_json(e: Expectation) -> str:
     s = _string
     reasons = []
@@ -354,9 +377,21 @@ def _expectation_json(e: Expectation) -> str:
             f'"scoreHigh":{_scalar(c.score_high)},"scoreLow":{_scalar(c.score_low)},'
             f'"scoreModel":{_scalar(c.score_model)}}}'
         )
-    offer = "null" if e.offer is None else _flat(e.offer.model_dump(mode="python", by_alias=True))
+    # the application's and the offer's wire forms from their fields (their own
+    # classes only: a subclass may have fields or a to_wire of its own)
+    a, o = e.application, e.offer
+    application = (
+        _object(a, _APPLICATION, omit_none=True) if type(a) is Application else _flat(a.to_wire())
+    )
+    offer = (
+        "null"
+        if o is None
+        else _object(o, _OFFER, omit_none=False)
+        if type(o) is OfferFacts
+        else _flat(o.model_dump(mode="python", by_alias=True))
+    )
     return (
-        f'{{"application":{_flat(e.application.to_wire())},"caseId":{s(e.case_id)},'
+        f'{{"application":{application},"caseId":{s(e.case_id)},'
         f'"creditScore":{score},"decision":{s(e.decision)},"format":{s(e.format)},'
         f'"noticeDate":{s(e.notice_date.isoformat())},"offer":{offer},'
         f'"product":{s(e.product)},"reasons":[{",".join(reasons)}]}}'
