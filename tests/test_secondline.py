@@ -633,3 +633,40 @@ def test_the_import_contracts_keep_the_checks_apart_and_break_on_a_planted_impor
     broken = _lint(tmp_path, contract)
     assert broken.returncode != 0
     assert "Broken contracts" in broken.stdout, broken.stdout
+
+
+# ------------------------------------------------------------------ asked twice
+
+
+def test_a_case_derived_twice_in_one_review_with_the_same_file_is_derived_once() -> None:
+    """The Keystone review asks for a case's derivation twice (Equipoise's weighing
+    against the policy, then Backstop): inside shared_derivations the second, with the
+    same file read apart (equal, not the same objects), gets the first's Derivation;
+    another policy object, another catalogue object or a changed file is derived
+    afresh, and gives what a first derivation gives; outside it, every call derives."""
+    from credit.catalogue import default_catalogue
+    from credit.policy import default_policy_path, load_policy
+    from credit.secondline.derive import shared_derivations
+
+    doc = auto_case(case_id="C-TWICE")
+    assert derived(doc) is not derived(doc)  # no review: each call derives
+    with shared_derivations():
+        first = derived(doc)
+        assert derived(doc) is first
+        again = load_policy(default_policy_path())  # the same policy, another object
+        assert derived(doc, again) is not first and derived(doc, again) == first
+        case = parse_case(doc)
+        catalogue = default_catalogue().model_copy()
+        fresh = derive(
+            case.application,
+            case.credit_report,
+            POLICY,
+            case_id="C-TWICE",
+            as_of=case.as_of,
+            catalogue=catalogue,
+        )
+        assert fresh is not first and fresh == first
+        poorer = with_changes(doc, "application.annualIncome", "12000.00")
+        changed = derived(poorer)
+        assert changed != first
+    assert changed == derived(poorer)

@@ -51,6 +51,7 @@ from credit.kinds import (
 from credit.lifecycle import CaseLife, fold, fold_all
 from credit.policy import PolicyRegistry
 from credit.roles import Actor, Role
+from credit.secondline.derive import shared_derivations
 
 __all__ = [
     "GATE",
@@ -222,14 +223,18 @@ class Keystone:
             return status  # already reviewed (or decided by a person): nothing to do
         reviews = dict(life.gate.reviews)
         last = life.last_seq
-        if "equipoise" not in reviews:
-            review = self.equipoise.review(case_id, pool=pool, entry=decision.entry)
-            last = self._append(case_id, REVIEW_EQUIPOISE, review, decision.ref, last)
-            reviews["equipoise"] = review
-        if "backstop" not in reviews:
-            review = self.backstop.review(case_id, entry=decision.entry)
-            last = self._append(case_id, REVIEW_BACKSTOP, review, decision.ref, last)
-            reviews["backstop"] = review
+        # Equipoise weighs the decision against the policy's own derivation of the
+        # file, and Backstop derives it again: with the same file and policy, one
+        # derivation serves both (each still reads the file and judges on its own).
+        with shared_derivations():
+            if "equipoise" not in reviews:
+                review = self.equipoise.review(case_id, pool=pool, entry=decision.entry)
+                last = self._append(case_id, REVIEW_EQUIPOISE, review, decision.ref, last)
+                reviews["equipoise"] = review
+            if "backstop" not in reviews:
+                review = self.backstop.review(case_id, entry=decision.entry)
+                last = self._append(case_id, REVIEW_BACKSTOP, review, decision.ref, last)
+                reviews["backstop"] = review
         holding = [f for r in reviews.values() for f in r.findings if f.holds]
         payload: dict[str, Any] = {
             **decision.ref,

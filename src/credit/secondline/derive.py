@@ -24,7 +24,9 @@ Not formalised: which key factors the bureau reports, and their order (given).
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
@@ -463,6 +465,29 @@ def _confidence(f: _Facts, step: str) -> Decimal:
 # ---------------------------------------------------------------- derive
 
 
+# Derivations shared within a block (shared_derivations): the Keystone review asks
+# for a case's derivation twice, with the same file and policy (Backstop re-derives
+# the decision; Equipoise weighs the decision against the policy's own derivation),
+# and the second is given the first's Derivation (frozen, its values read-only) once
+# the policy and catalogue are the same objects and the application and report are
+# equal. Outside such a block every call derives.
+_Kept = tuple[Application, CreditReport, Policy, Catalogue, "Derivation"]
+_SHARED: ContextVar[dict[tuple[str, dt.date], _Kept] | None] = ContextVar(
+    "credit_shared_derivations", default=None
+)
+
+
+@contextmanager
+def shared_derivations() -> Iterator[None]:
+    """Within the block, a case derived again with the same file, policy and
+    catalogue gets the Derivation derived first (what one review of a case asks)."""
+    token = _SHARED.set({})
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
 def derive(
     application: Application,
     report: CreditReport,
@@ -473,8 +498,34 @@ def derive(
     catalogue: Catalogue | None = None,
 ) -> Derivation:
     """The decision the methodology gives a case, from the same tool data the
-    underwriter is served (application, credit report, policy)."""
+    underwriter is served (application, credit report, policy); inside
+    :func:`shared_derivations`, derived once for the same file and policy."""
     catalogue = catalogue or default_catalogue()
+    shared = _SHARED.get()
+    if shared is None:
+        return _derive(application, report, policy, case_id, as_of, catalogue)
+    kept = shared.get((case_id, as_of))
+    if (
+        kept is not None
+        and kept[2] is policy
+        and kept[3] is catalogue
+        and kept[0] == application
+        and kept[1] == report
+    ):
+        return kept[4]
+    derived = _derive(application, report, policy, case_id, as_of, catalogue)
+    shared[(case_id, as_of)] = (application, report, policy, catalogue, derived)
+    return derived
+
+
+def _derive(
+    application: Application,
+    report: CreditReport,
+    policy: Policy,
+    case_id: str,
+    as_of: dt.date,
+    catalogue: Catalogue,
+) -> Derivation:
     _check_entry(application, report, policy, catalogue, case_id, as_of)
     band = score_band(report.score, policy, case_id=case_id)
     fig = capacity(application, report.score, band, policy)
