@@ -798,13 +798,13 @@ class SqlStore:
         A committed group hands its case views (up to :data:`CARRIED_VIEWS`) on to the
         next group, which starts from them as they are if the journal's head is where
         the first left it, and otherwise from those whose cases no other writer moved
-        since (one read finds them; a locked group looks only at the cases it names):
-        a run's notices and ethics findings, each their own commit on the group's
-        cases, do not read those cases again, whether or not another worker committed
-        in between. A group that raises, or whose rows went around its views, hands
-        nothing on. A row
-        changed in the database meanwhile is not read again here; the chain's
-        verification (which ends every run) finds it.
+        since (one read finds them; a locked group given many more views than the
+        cases it names looks at those it names alone): a run's notices and ethics
+        findings, each their own commit on the group's cases, do not read those cases
+        again, whether or not another worker committed in between. A group that
+        raises, or whose rows went around its views, hands nothing on. A row changed
+        in the database meanwhile is not read again here; the chain's verification
+        (which ends every run) finds it.
 
         ``deferred``: the block does its work without the write lock, so other writers
         (another worker of a run, the service) go on meanwhile
