@@ -32,13 +32,13 @@ the turn gave no evidence on (no decision was submitted) is reported with
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from credit.canonical import dumps, loads
 from credit.decision_record import CompletedDecision
 from credit.errors import SafetyBoundaryError
 from credit.fairness_terms import Match, ProhibitedTerms, default_prohibited_terms
-from credit.governance.guard import FairLendingGuard, Redacted, Redaction, default_guard
+from credit.governance.guard import FairLendingGuard, Redaction, default_guard
 from credit.governance.refusal import (
     BOUNDARY_DECISION_CITES_PROHIBITED_BASIS,
     BOUNDARY_PROHIBITED_BASIS_REACHED_UNDERWRITER,
@@ -237,12 +237,10 @@ class Governor:
         """
 
         def read() -> tuple[Any, tuple[Redaction, ...], tuple[Redaction, ...]]:
-            cleaned, found = self.guard.redact(result, path="")
-            if _may_hold_json(cleaned):  # text that may be JSON: parsed and guarded too
-                cleaned = self._embedded(cleaned, "", found)
-                remaining = self._find_embedded(cleaned, "")
-            else:  # none: the post-check's walk is the guard's alone (the same value)
-                remaining = self.guard.find_prohibited_keys(cleaned, path="")
+            cleaned, found, plain = self._redact_embedded(result, "")
+            # the post-check: the same walk over the cleaned value (and the JSON in its
+            # text, unless the redaction found none to parse)
+            remaining = self._find_embedded(cleaned, "", plain=plain)
             return cleaned, tuple(found), tuple(remaining)
 
         if same_as is None:
@@ -290,19 +288,21 @@ class Governor:
             },
         )
 
-    def _redact_embedded(self, value: Any, path: str) -> Redacted:
-        """The guard's redaction, also inside strings that hold a JSON object or array."""
+    def _redact_embedded(self, value: Any, path: str) -> _Redacted:
+        """The guard's redaction, also inside strings that hold a JSON object or array;
+        and whether the value held no such string (``plain``: the cleaned value is the
+        guard's redaction alone)."""
         cleaned, found = self.guard.redact(value, path=path)
         if not _may_hold_json(cleaned):  # no string to parse: the walk would copy it
-            return Redacted(cleaned, found)
-        return Redacted(self._embedded(cleaned, path, found), found)
+            return _Redacted(cleaned, found, True)
+        return _Redacted(self._embedded(cleaned, path, found), found, False)
 
     def _embedded(self, value: Any, path: str, found: list[Redaction]) -> Any:
         if isinstance(value, str):
             parsed = _json_container(value)
             if parsed is None:
                 return value
-            inner, more = self._redact_embedded(parsed, path)
+            inner, more, _ = self._redact_embedded(parsed, path)
             if not more:
                 return value
             found.extend(more)
@@ -316,9 +316,11 @@ class Governor:
             return tuple(items) if isinstance(value, tuple) else items
         return value
 
-    def _find_embedded(self, value: Any, path: str) -> list[Redaction]:
+    def _find_embedded(self, value: Any, path: str, *, plain: bool = False) -> list[Redaction]:
+        """Every prohibited field or value in ``value``, also inside its strings that
+        hold JSON (``plain``: it is known to hold none)."""
         found = self.guard.find_prohibited_keys(value, path=path)
-        if not _may_hold_json(value):
+        if plain or not _may_hold_json(value):
             return found
         for where, text in _strings(value, path):
             parsed = _json_container(text)
@@ -451,6 +453,15 @@ def _json_container(text: str) -> Any:
     except ValueError:
         return None
     return parsed if isinstance(parsed, (dict, list)) else None
+
+
+class _Redacted(NamedTuple):
+    """The guard's redaction of a value, also inside its JSON text, and whether it held
+    no text that could be JSON (``plain``)."""
+
+    value: Any
+    redactions: list[Redaction]
+    plain: bool
 
 
 def _may_hold_json(value: Any) -> bool:

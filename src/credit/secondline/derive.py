@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 from types import MappingProxyType
+from typing import NamedTuple
 
 from credit.catalogue import Catalogue, default_catalogue
 from credit.errors import NotInPolicyError, UndecidedCaseError
@@ -471,8 +472,17 @@ def _confidence(f: _Facts, step: str) -> Decimal:
 # and the second is given the first's Derivation (frozen, its values read-only) once
 # the policy and catalogue are the same objects and the application and report are
 # equal. Outside such a block every call derives.
-_Kept = tuple[Application, CreditReport, Policy, Catalogue, "Derivation"]
-_SHARED: ContextVar[dict[tuple[str, dt.date], _Kept] | None] = ContextVar(
+class _Shared(NamedTuple):
+    """A derivation made inside :func:`shared_derivations`, with what it was made of."""
+
+    application: Application
+    report: CreditReport
+    policy: Policy
+    catalogue: Catalogue
+    derived: Derivation
+
+
+_SHARED: ContextVar[dict[tuple[str, dt.date], _Shared] | None] = ContextVar(
     "credit_shared_derivations", default=None
 )
 
@@ -507,14 +517,14 @@ def derive(
     kept = shared.get((case_id, as_of))
     if (
         kept is not None
-        and kept[2] is policy
-        and kept[3] is catalogue
-        and kept[0] == application
-        and kept[1] == report
+        and kept.policy is policy
+        and kept.catalogue is catalogue
+        and kept.application == application
+        and kept.report == report
     ):
-        return kept[4]
+        return kept.derived
     derived = _derive(application, report, policy, case_id, as_of, catalogue)
-    shared[(case_id, as_of)] = (application, report, policy, catalogue, derived)
+    shared[(case_id, as_of)] = _Shared(application, report, policy, catalogue, derived)
     return derived
 
 
