@@ -32,6 +32,7 @@ from sqlalchemy import bindparam, select, update
 from sqlalchemy.exc import IntegrityError
 
 from credit.errors import InputError
+from credit.journal.sql import read_connection
 from credit.service.roles import Principal, Role
 from credit.service.tables import ServiceDb
 
@@ -331,12 +332,12 @@ class SqlKeyStore(_KeyStoreBase):
 
     def list(self) -> list[ApiKey]:
         t = self._table
-        with self._db.failures(), self._db.engine.connect() as conn:
+        with self._db.failures(), read_connection(self._db.engine) as conn:
             rows = conn.execute(select(t).order_by(t.c.created_at, t.c.key_id)).all()
         return [ApiKey(r.key_id, r.name, Role(r.role), r.created_at, r.revoked_at) for r in rows]
 
     def _row(self, key_id: str) -> tuple[ApiKey, str] | None:
-        with self._db.failures(), self._db.engine.connect() as conn:
+        with self._db.failures(), read_connection(self._db.engine) as conn:
             row = conn.execute(self._by_id, {"key_id": key_id}).first()
         if row is None:
             return None
