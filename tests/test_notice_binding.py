@@ -15,6 +15,7 @@ from credit.errors import NoticeError, StaleNoticeError, UnverifiedNoticeError
 from credit.guardrails import Verifier, expectation_for, verify
 from credit.notice_format import parse_notice
 from credit.notices import DirectoryOutbox, InMemoryOutbox, issue_notice, render_notice
+from credit.notices.outbox import SentNotice
 from notice_helpers import (
     COUNTER_AUTO,
     COUNTER_CARD,
@@ -139,26 +140,90 @@ def test_a_sent_notice_and_its_report_are_on_disk_before_send_returns(
 
     from credit.journal import atomicfile
 
-    synced: list[str] = []
+    synced: list[tuple[str, list[str]]] = []  # each flush, and the names then in the folder
+    folder = tmp_path / "outbox"
 
     def fsync(fd: int) -> None:
-        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        synced.append((os.readlink(f"/proc/self/fd/{fd}"), sorted(os.listdir(folder))))
 
     monkeypatch.setattr(atomicfile.os, "fsync", fsync)
     notice, expectation = notice_and_expectation(COUNTER_CARD)
-    outbox = DirectoryOutbox(tmp_path / "outbox")
+    outbox = DirectoryOutbox(folder)
     outbox.send(notice, verify(notice, expectation))
-    folder = str(tmp_path / "outbox")
-    files = [Path(path).name for path in synced if path != folder]
-    assert [name.split(".tmp-")[0] for name in files] == [
+    named = ["G-COUNTER-CARD.notice.json", "G-COUNTER-CARD.report.json"]
+    files = [(Path(path).name, names) for path, names in synced if path != str(folder)]
+    assert [name.split(".tmp-")[0] for name, _ in files] == [
         ".G-COUNTER-CARD.report.json",
         ".G-COUNTER-CARD.notice.json",
     ]
-    assert synced.count(folder) == 2  # each name made durable in its folder
-    assert sorted(p.name for p in (tmp_path / "outbox").iterdir()) == [
-        "G-COUNTER-CARD.notice.json",
-        "G-COUNTER-CARD.report.json",
-    ]  # no temporary file left
+    assert not {n for _, names in files for n in names} & set(named)  # flushed, then named
+    assert synced[-1] == (str(folder), named)  # the names made durable, the folder once
+    assert [path for path, _ in synced].count(str(folder)) == 1
+    assert sorted(p.name for p in folder.iterdir()) == named  # no temporary file left
+
+
+def test_notices_sent_together_are_each_flushed_before_any_takes_its_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A group's notices (credit run's): every file flushed, then every name made, then
+    the folder flushed once; a notice refused (unverified, or another notice already
+    sent for its case) is refused in its place and the others are sent."""
+    import os
+
+    from credit.journal import atomicfile
+
+    folder = tmp_path / "outbox"
+    outbox = DirectoryOutbox(folder)
+    case, underwriting = decided(golden_case(DECLINE_DTI))
+    sent_before = render_notice(case, underwriting)
+    outbox.send(sent_before, verify(sent_before, expectation_for(case, underwriting)))
+    another = render_notice(case, underwriting, variants={"DTI_OVER_CAP": 1})
+    counter, counter_expected = notice_and_expectation(COUNTER_CARD)
+    failing = counter.model_copy(update={"case_id": "G-OTHER"})  # its report fails V5
+    good = [notice_and_expectation(name) for name in (COUNTER_CARD, COUNTER_AUTO)]
+    events: list[tuple[str, str]] = []
+
+    def fsync(fd: int) -> None:
+        events.append(("flush", Path(os.readlink(f"/proc/self/fd/{fd}")).name))
+
+    real_link, real_replace = os.link, os.replace
+
+    def link(src: Any, dst: Any) -> None:
+        events.append(("name", Path(dst).name))
+        real_link(src, dst)
+
+    def replace(src: Any, dst: Any) -> None:
+        events.append(("name", Path(dst).name))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(atomicfile.os, "fsync", fsync)
+    monkeypatch.setattr(atomicfile.os, "link", link)
+    monkeypatch.setattr(atomicfile.os, "replace", replace)
+    outcomes = outbox.send_all(
+        [
+            (good[0][0], verify(*good[0])),
+            (another, verify(another, expectation_for(case, underwriting))),
+            (failing, verify(failing, counter_expected)),
+            (good[1][0], verify(*good[1])),
+        ]
+    )
+    assert isinstance(outcomes[0], SentNotice) and isinstance(outcomes[3], SentNotice)
+    assert isinstance(outcomes[1], NoticeError) and "different notice" in str(outcomes[1])
+    assert isinstance(outcomes[2], UnverifiedNoticeError)
+    kinds = [kind for kind, _ in events]
+    assert kinds == ["flush"] * 4 + ["name"] * 4 + ["flush"]  # the folder, once, last
+    assert events[-1] == ("flush", folder.name)
+    assert [name for kind, name in events if kind == "name"] == [
+        f"{good[0][0].case_id}.report.json",
+        f"{good[0][0].case_id}.notice.json",
+        f"{good[1][0].case_id}.report.json",
+        f"{good[1][0].case_id}.notice.json",
+    ]  # each notice's report before it
+    for notice, _ in good:
+        assert (folder / f"{notice.case_id}.notice.json").read_bytes() == notice.canonical_bytes()
+    kept = (folder / f"{case.case_id}.notice.json").read_bytes()
+    assert kept == sent_before.canonical_bytes()  # the notice sent before stands
+    assert not [p for p in folder.iterdir() if ".tmp-" in p.name]
 
 
 @pytest.mark.parametrize("ours", ["the same notice", "another notice"])

@@ -259,7 +259,7 @@ def test_a_crash_before_the_verified_notices_reach_the_outbox_sends_each_on_the_
     lines = batch(20)
     outbox = DirectoryOutbox(tmp_path / "outbox")
     with open_store(f"sqlite:///{tmp_path / 'journal'}.db") as store:
-        crashed_at("_deliver", store, outbox)
+        crashed_at("_deliver_all", store, outbox)
         first = store.entries(kinds=["notice.verified"])
         assert first and not outbox_files(outbox)
 

@@ -355,7 +355,7 @@ class CaseWork:
                     continue
                 if isinstance(step, _Verified):
                     verified.append(step)
-        delivered = [(step, self._deliver(step)) for step in verified]
+        delivered = list(zip(verified, self._deliver_all(verified), strict=True))
         if delivered:  # else every notice was blocked or failed: nothing to journal
             with self.store.group_commit([step.case_id for step in verified]):
                 for step, delivery in delivered:
@@ -443,13 +443,22 @@ class CaseWork:
     def _deliver(self, step: _Verified) -> Exception | None:
         """Put the verified notice in the outbox (nothing to do for one already there);
         what stopped it, if anything."""
-        if step.notice is None or step.report is None:
-            return None
-        try:
-            self.outbox.send(step.notice, step.report)
-        except Exception as err:
-            return err
-        return None
+        return self._deliver_all([step])[0]
+
+    def _deliver_all(self, steps: Sequence[_Verified]) -> list[Exception | None]:
+        """:meth:`_deliver` for many notices, sent together (:meth:`Outbox.send_all`)."""
+        sending = [
+            (s.notice, s.report) for s in steps if s.notice is not None and s.report is not None
+        ]
+        outcomes = iter(self.outbox.send_all(sending))
+        problems: list[Exception | None] = []
+        for step in steps:
+            if step.notice is None or step.report is None:
+                problems.append(None)  # already in the outbox
+                continue
+            outcome = next(outcomes)
+            problems.append(outcome if isinstance(outcome, Exception) else None)
+        return problems
 
     def _journal_delivery(self, step: _Verified, problem: Exception | None) -> NoticeOutcome:
         """Journal how the delivery ended: sent, blocked (the outbox refused the send),

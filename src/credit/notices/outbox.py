@@ -23,7 +23,7 @@ lists every sent notice whose file is missing or changed (``credit outbox verify
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,7 +35,7 @@ from credit.errors import (
     UnverifiedNoticeError,
 )
 from credit.guardrails.report import VerificationReport
-from credit.journal.atomicfile import write_atomic
+from credit.journal.atomicfile import AtomicWrite, write_all
 from credit.journal.base import Entry
 from credit.kinds import NOTICE_SENT
 from credit.notice_format import Notice, parse_notice
@@ -88,10 +88,46 @@ class Outbox(ABC):
 
     def send(self, notice: Notice, report: VerificationReport) -> SentNotice:
         """Send a notice with the report that verified it (see the module docstring)."""
-        sha = check_sendable(notice, report)
-        sent = SentNotice(notice.case_id, sha, notice.canonical_bytes(), report)
-        self._store(sent)
+        sent = self.send_all([(notice, report)])[0]
+        if isinstance(sent, Exception):
+            raise sent
         return sent
+
+    def send_all(
+        self, notices: Sequence[tuple[Notice, VerificationReport]]
+    ) -> list[SentNotice | Exception]:
+        """Send each notice with its report as :meth:`send` does, together (the
+        directory outbox flushes their files to disk together); for each, what was sent
+        or what stopped it (one refused never stops the others)."""
+        out: list[SentNotice | Exception] = []
+        sendable: list[SentNotice] = []
+        at: list[int] = []
+        for notice, report in notices:
+            try:
+                sha = check_sendable(notice, report)
+            except Exception as err:
+                out.append(err)
+                continue
+            sent = SentNotice(notice.case_id, sha, notice.canonical_bytes(), report)
+            at.append(len(out))
+            out.append(sent)
+            sendable.append(sent)
+        for i, problem in zip(at, self._store_all(sendable), strict=True):
+            if problem is not None:
+                out[i] = problem
+        return out
+
+    def _store_all(self, sent: Sequence[SentNotice]) -> list[Exception | None]:
+        """Keep each sent notice; what stopped each (None: kept)."""
+        problems: list[Exception | None] = []
+        for one in sent:
+            try:
+                self._store(one)
+            except Exception as err:
+                problems.append(err)
+            else:
+                problems.append(None)
+        return problems
 
     @abstractmethod
     def _store(self, sent: SentNotice) -> None: ...
@@ -165,19 +201,43 @@ class DirectoryOutbox(Outbox):
         return self.root / f"{case_id}.notice.json", self.root / f"{case_id}.report.json"
 
     def _store(self, sent: SentNotice) -> None:
-        """Both files are on disk when this returns (each flushed to disk before it
-        takes its name, then the folder), so a notice the journal then records as sent
-        is never lost with the machine's power: the journal's commit comes after."""
-        notice_path, report_path = self._paths(sent.case_id)
-        if self._kept(sent):
-            return  # the same notice again: nothing to do
-        report = (dumps(sent.report.to_wire()) + "\n").encode("utf-8")
-        write_atomic(report_path, report, mode=0o644, replace=True)
-        try:  # exactly the bytes hashed, never over another notice
-            write_atomic(notice_path, sent.notice_bytes, mode=0o644)
-        except FileExistsError:  # another sender wrote it meanwhile
-            if not self._kept(sent):
-                raise
+        problem = self._store_all([sent])[0]
+        if problem is not None:
+            raise problem
+
+    def _store_all(self, sent: Sequence[SentNotice]) -> list[Exception | None]:
+        """Both files of each notice are on disk when this returns (each flushed to
+        disk before it takes its name, the report's before the notice's, then the
+        folder), so a notice the journal then records as sent is never lost with the
+        machine's power: the journal's commit comes after. A notice already there is
+        not written again; another notice for its case is a NoticeError."""
+        problems: list[Exception | None] = [None] * len(sent)
+        files: list[list[AtomicWrite]] = []
+        at: list[int] = []
+        for i, one in enumerate(sent):
+            try:
+                if self._kept(one):
+                    continue  # the same notice again: nothing to do
+            except Exception as err:
+                problems[i] = err
+                continue
+            notice_path, report_path = self._paths(one.case_id)
+            report = (dumps(one.report.to_wire()) + "\n").encode("utf-8")
+            files.append(
+                [  # the notice: exactly the bytes hashed, never over another notice
+                    AtomicWrite(report_path, report, 0o644, replace=True),
+                    AtomicWrite(notice_path, one.notice_bytes, 0o644),
+                ]
+            )
+            at.append(i)
+        for i, problem in zip(at, write_all(files), strict=True):
+            if isinstance(problem, FileExistsError):  # another sender wrote it meanwhile
+                try:
+                    problem = None if self._kept(sent[i]) else problem
+                except Exception as err:
+                    problem = err
+            problems[i] = problem
+        return problems
 
     def _kept(self, sent: SentNotice) -> bool:
         """Whether the outbox already holds this notice (NoticeError: another one)."""
