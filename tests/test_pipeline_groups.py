@@ -270,6 +270,39 @@ def test_a_crash_before_the_verified_notices_reach_the_outbox_sends_each_on_the_
         assert store.verify().ok
 
 
+def test_an_outbox_that_fails_whole_fails_each_notice_of_the_group_and_the_run_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The outbox itself failing (not one notice refused) fails each notice it was
+    given, each journaled as a failed notice step and each a person's work item; the
+    run goes on."""
+
+    def gone(self: DirectoryOutbox, notices: Any) -> Any:
+        raise OSError("the outbox's disk is gone")
+
+    lines = batch(20)
+    outbox = DirectoryOutbox(tmp_path / "outbox")
+    with open_store(f"sqlite:///{tmp_path / 'journal'}.db") as store:
+        with monkeypatch.context() as patch:
+            patch.setattr(DirectoryOutbox, "send_all", gone)
+            summary = Pipeline(store, outbox).run(lines)
+        assert summary.decided == 20
+        verified = {e.case_id for e in store.entries(kinds=["notice.verified"])}
+        failed = [
+            e
+            for e in store.entries(kinds=["turn.failed"])
+            if "the outbox's disk is gone" in str(e.payload)
+        ]
+        assert verified and {e.case_id for e in failed} == verified
+        assert not store.entries(kinds=[NOTICE_SENT]) and not outbox_files(outbox)
+
+        work = Pipeline(store, outbox).work
+        for case_id in verified:  # each a person's work item, on the clock
+            item = work.life(case_id).item
+            assert item is not None and item.deadline is not None
+        assert store.verify().ok
+
+
 def test_a_streamed_batch_reads_the_same_lines_as_it_goes_and_counts_them(
     tmp_path: Path,
 ) -> None:

@@ -450,7 +450,10 @@ class CaseWork:
         sending = [
             (s.notice, s.report) for s in steps if s.notice is not None and s.report is not None
         ]
-        outcomes = iter(self.outbox.send_all(sending))
+        try:
+            outcomes = iter(self.outbox.send_all(sending))
+        except Exception as err:  # the outbox itself failed: each of them failed with it
+            outcomes = iter([err] * len(sending))
         problems: list[Exception | None] = []
         for step in steps:
             if step.notice is None or step.report is None:

@@ -218,11 +218,11 @@ class DirectoryOutbox(Outbox):
             try:
                 if self._kept(one):
                     continue  # the same notice again: nothing to do
+                report = (dumps(one.report.to_wire()) + "\n").encode("utf-8")
             except Exception as err:
                 problems[i] = err
                 continue
             notice_path, report_path = self._paths(one.case_id)
-            report = (dumps(one.report.to_wire()) + "\n").encode("utf-8")
             files.append(
                 [  # the notice: exactly the bytes hashed, never over another notice
                     AtomicWrite(report_path, report, 0o644, replace=True),
