@@ -247,6 +247,37 @@ def test_the_comparative_file_review_holds_a_planted_disparity_naming_both_cases
     assert less.holds and less.detail == {"decision": "decline", "derived": "approve"}
 
 
+def test_a_review_reads_no_file_again_that_the_pool_has_just_read(
+    store: InMemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The comparison pool reads a run group's decided cases just before their reviews:
+    what it parsed (the file, the monitoring data) is what the reviews use, and a case
+    it has not read is read as before."""
+    import credit.governance.equipoise as equipoise_module
+
+    record(store, auto_case(case_id="P-B", score=650), monitor=monitoring(race="White"))
+    record_declined(store, auto_case(case_id="P-A", score=700), race="Asian")
+    equipoise = Equipoise(store)
+    pool = equipoise.pool()  # reads both cases' files
+    parsed: list[str] = []
+    real = equipoise_module.parse_case
+
+    def counted(data: Any) -> Any:
+        parsed.append(data["caseId"])
+        return real(data)
+
+    monkeypatch.setattr(equipoise_module, "parse_case", counted)
+    review = equipoise.review("P-A", pool=pool)
+    assert parsed == []  # the pool's reading of P-A served the review
+    assert codes(review) == [
+        "equipoise.less_favourable_than_policy",
+        "equipoise.comparative_disparity",
+    ]  # the same review as read afresh (the planted disparity above)
+    record(store, auto_case(case_id="P-C", score=700), monitor=monitoring(race="White"))
+    equipoise.review("P-C", pool=pool)  # recorded after the pool's reading: read now
+    assert parsed == ["P-C"]
+
+
 def test_the_rules_underwriters_own_decisions_never_hold_the_comparative_review(
     store: InMemoryStore,
 ) -> None:

@@ -498,16 +498,22 @@ class Equipoise:
     def files_of(self, case_ids: list[str]) -> dict[str, tuple[Case | None, MonitoringData | None]]:
         """Many cases' files (document and monitoring data), read together: as
         :meth:`case_of` and :meth:`monitoring_of` read each (an unreadable document or
-        invalid monitoring data is None), without filling their caches."""
+        invalid monitoring data is None), and kept as they keep them: the pool reads a
+        run group's decided cases just before their reviews ask for them."""
         out: dict[str, tuple[Case | None, MonitoringData | None]] = {}
         for case_id, (document, raw) in self.store.case_files(case_ids).items():
-            case = None
-            if document is not None:
+            case = None if document is None else _recall(self._cases, case_id)
+            if document is not None and case is None:  # a case's document never changes
                 try:
                     case = parse_case(dict(document))
                 except InputError:
                     case = None
-            out[case_id] = (case, monitoring_from(raw)[0])
+                if case is not None:
+                    _keep(self._cases, case_id, case)
+            monitoring = monitoring_from(raw)[0]
+            if monitoring is not None:
+                _keep(self._monitoring, case_id, monitoring)
+            out[case_id] = (case, monitoring)
         return out
 
     def case_of(self, case_id: str) -> Case | None:
