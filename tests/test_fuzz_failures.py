@@ -258,7 +258,8 @@ def _render(monkeypatch: pytest.MonkeyPatch, calls: list[str]) -> None:
 
 
 def _send(monkeypatch: pytest.MonkeyPatch, calls: list[str]) -> None:
-    monkeypatch.setattr(InMemoryOutbox, "send", _raising(calls, OSError("the disk is full")))
+    # where the outbox keeps a notice (every send, one or many, goes through it)
+    monkeypatch.setattr(InMemoryOutbox, "_store", _raising(calls, OSError("the disk is full")))
 
 
 STAGES: dict[str, tuple[Plant, str, str]] = {
