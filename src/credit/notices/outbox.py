@@ -63,6 +63,11 @@ class SentNotice:
 def check_sendable(notice: Notice, report: VerificationReport) -> str:
     """Raise unless the report passed every check for exactly this notice; return the
     notice's SHA-256."""
+    return _sendable(notice, report)[0]
+
+
+def _sendable(notice: Notice, report: VerificationReport) -> tuple[str, bytes]:
+    """:func:`check_sendable`, with the notice's bytes it hashed (written once)."""
     if not report.passed:
         failed = ", ".join(report.failed)
         raise UnverifiedNoticeError(
@@ -70,7 +75,8 @@ def check_sendable(notice: Notice, report: VerificationReport) -> str:
             case_id=notice.case_id,
             check=failed,
         )
-    current = notice.sha256
+    data = notice.canonical_bytes()
+    current = sha256_hex(data)
     if current != report.notice_sha256 or report.case_id != notice.case_id:
         raise StaleNoticeError(
             f"the notice's sha256 {current[:12]} is not the verified notice's "
@@ -80,7 +86,7 @@ def check_sendable(notice: Notice, report: VerificationReport) -> str:
             verified_sha256=report.notice_sha256,
             current_sha256=current,
         )
-    return current
+    return current, data
 
 
 class Outbox(ABC):
@@ -104,11 +110,11 @@ class Outbox(ABC):
         at: list[int] = []
         for notice, report in notices:
             try:
-                sha = check_sendable(notice, report)
+                sha, data = _sendable(notice, report)
             except Exception as err:
                 out.append(err)
                 continue
-            sent = SentNotice(notice.case_id, sha, notice.canonical_bytes(), report)
+            sent = SentNotice(notice.case_id, sha, data, report)
             at.append(len(out))
             out.append(sent)
             sendable.append(sent)
