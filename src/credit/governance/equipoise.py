@@ -136,10 +136,34 @@ def _strength(value: Decimal | None, factor: ComparedFactor) -> float:
 
 
 @dataclass(slots=True)
+class _Rows:
+    """Row indices in the order they were added, in an array grown in place."""
+
+    rows: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    size: int = 0
+
+    def add(self, row: int) -> None:
+        if self.size == len(self.rows):
+            capacity = max(64, 2 * self.size)
+            self.rows = _grown(self.rows, capacity, (capacity,))
+        self.rows[self.size] = row
+        self.size += 1
+
+    def view(self) -> npt.NDArray[np.int64]:
+        return self.rows[: self.size]
+
+
+@dataclass(slots=True)
 class _Product:
     """The compared decisions of one product, as arrays grown in place (capacity
     doubled when full), so that adding a decision costs O(1) amortised and a review
-    reads the first ``size`` rows without rebuilding anything."""
+    reads the first ``size`` rows without rebuilding anything.
+
+    ``by_rank`` indexes the rows by the outcome rank each was added with (not kept in
+    the mark: rebuilt from the ranks when a pool resumes), so a review reads only the
+    rows of more favourable outcomes: none at all for the most favourable outcome,
+    which most decisions are. A row dropped later stays in its rank's index with rank
+    -1 in the arrays, and the comparison's own test of the rank leaves it out."""
 
     case_ids: list[str] = field(default_factory=list)
     size: int = 0
@@ -147,6 +171,7 @@ class _Product:
     rank: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     strength: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)))
     groups: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
+    by_rank: dict[int, _Rows] = field(default_factory=dict)
 
     def append(
         self, case_id: str, seq: int, rank: int, strength: list[float], groups: list[int]
@@ -165,6 +190,8 @@ class _Product:
         self.groups[row] = groups
         self.case_ids.append(case_id)
         self.size += 1
+        if rank >= 0:
+            self.by_rank.setdefault(rank, _Rows()).add(row)
         return row
 
     def drop(self, row: int) -> None:
@@ -196,7 +223,11 @@ class _Product:
         groups = _unpacked(wire["groups"], _INTS, (n, attributes))
         if not all(isinstance(c, str) for c in case_ids):
             raise ValueError("a case id that is not a string")
-        return cls(case_ids, n, seq, rank, strength, groups)
+        by_rank = {}
+        for value in np.unique(rank[rank >= 0]):
+            rows = np.flatnonzero(rank == value).astype(np.int64)
+            by_rank[int(value)] = _Rows(rows, len(rows))
+        return cls(case_ids, n, seq, rank, strength, groups, by_rank)
 
 
 def _packed(array: npt.NDArray[Any], dtype: str) -> str:
@@ -449,17 +480,28 @@ class ComparisonPool:
         block = self._products.get(product)
         if block is None or not block.size:
             return [], np.zeros(0, dtype=bool)
-        n = block.size
-        ok = (block.seq[:n] < seq) & (block.rank[:n] > rank)
+        # Only the rows added with a more favourable outcome (the rank index); each
+        # test then narrows the rows left, a factor at a time, so a review reads what
+        # could still match rather than every row on every factor. A test of the
+        # review's pool holds it to the whole-table comparison over any rows
+        # (tests/test_equipoise_pool.py).
+        parts = [rows.view() for r, rows in block.by_rank.items() if r > rank and rows.size]
+        if not parts:
+            return [], np.zeros((0, len(groups)), dtype=bool)
+        rows = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        rows = rows[(block.seq[rows] < seq) & (block.rank[rows] > rank)]
         if strength:
             limit = np.array(strength, dtype=np.float64) + np.array(tolerances, dtype=np.float64)
-            ok &= np.all(block.strength[:n] <= limit, axis=1)
+            for factor, most in enumerate(limit.tolist()):
+                if not rows.size:
+                    break
+                rows = rows[block.strength[rows, factor] <= most]
+        rows = np.sort(rows)  # the rows in the order they were added, as the table holds them
         mine = np.array(groups, dtype=np.int64)
-        others = block.groups[:n]
+        others = block.groups[rows]
         differs = (others >= 0) & (mine >= 0) & (others != mine)
-        ok &= np.any(differs, axis=1)
-        found = np.flatnonzero(ok)
-        return [block.case_ids[i] for i in found], differs[found]
+        kept = np.any(differs, axis=1)
+        return [block.case_ids[i] for i in rows[kept]], differs[kept]
 
 
 class Equipoise:
