@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -158,6 +159,49 @@ def test_the_decide_answer_is_the_case_as_a_read_finds_it_afterwards(api: Api) -
         body = api.decided(case)
         read = api.get(f"/v1/cases/{case['caseId']}", Role.UNDERWRITER)
         assert read.status_code == 200 and read.json() == body
+
+
+def test_a_status_read_takes_the_product_and_date_from_the_journal_not_the_document(
+    api: Api,
+) -> None:
+    from sqlalchemy import event
+
+    case = golden(COUNTER, "API-READ-1")
+    api.decided(case)
+    statements: list[str] = []
+
+    def seen(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        statements.append(statement)
+
+    engine = api.store._engine
+    event.listen(engine, "before_cursor_execute", seen)
+    try:
+        read = api.get("/v1/cases/API-READ-1", Role.UNDERWRITER)
+    finally:
+        event.remove(engine, "before_cursor_execute", seen)
+    assert read.status_code == 200
+    assert (read.json()["product"], read.json()["asOf"]) == ("card", case["asOf"])
+    accepted = api.store.entries("API-READ-1", kinds=["intake.accepted"])[0].payload
+    assert (accepted["product"], accepted["asOf"]) == ("card", case["asOf"])
+    documents = re.compile(r"\bFROM\s+(\S+\.)?\"?cases\b")  # the case documents' table
+    assert statements and not [s for s in statements if documents.search(s)], statements
+    # the other side: never taken in is still a 404
+    missing = api.get("/v1/cases/API-READ-NEVER", Role.UNDERWRITER)
+    assert missing.status_code == 404 and error(missing)["caseId"] == "API-READ-NEVER"
+
+
+def test_a_case_stored_without_its_intake_entry_is_read_from_its_document(api: Api) -> None:
+    # behind the service's back (as a journal of an earlier form, or a test, leaves it):
+    # no intake.accepted entry to say the product and date, so the document says them
+    from conftest import auto_case
+    from governance_support import record
+
+    case = auto_case(case_id="API-READ-2")
+    record(api.store, case)
+    assert not api.store.entries("API-READ-2", kinds=["intake.accepted"])
+    read = api.get("/v1/cases/API-READ-2", Role.UNDERWRITER)
+    assert read.status_code == 200, read.text
+    assert (read.json()["product"], read.json()["asOf"]) == ("auto", case["asOf"])
 
 
 def test_a_second_decide_is_409_with_a_clear_message_and_changes_nothing(api: Api) -> None:

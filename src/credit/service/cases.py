@@ -215,8 +215,17 @@ class CaseService:
         return document
 
     def life(self, case_id: str) -> CaseLife:
-        """The case's life, with the system's pending work on it finished first."""
-        return self._standing(case_id)[1]
+        """The case's life (404 if never taken in), with the system's pending work on it
+        finished first. Its entries only: the case's document is not read."""
+        life = self.work.life(case_id)
+        if life.accepted is None:  # intake journals intake.accepted with the document:
+            self._document(case_id)  # a case stored without it is one if it has a document
+        if life.system_work is not None:  # as rare as a worker killed half way
+            life = self.work.finish(case_id)
+        # Pending system work it finished (after a killed worker) is signed as a
+        # write's is: the cadence is told of this thread's commits.
+        self.committed()
+        return life
 
     def _standing(self, case_id: str) -> tuple[Mapping[str, Any], CaseLife]:
         """The case's document and life (404 if never taken in), its pending system
@@ -236,22 +245,23 @@ class CaseService:
         case_id: str,
         principal: Principal,
         *,
-        standing: tuple[Mapping[str, Any], CaseLife] | None = None,
+        life: CaseLife | None = None,
     ) -> dict[str, Any]:
         """A case's standing: its state and work item, the decision, the gate, the
-        notice; reviews by role. ``standing``: the case's document and life as a write
-        that just committed left them (else both are read, the system's pending work
-        finished first)."""
-        document, life = self._standing(case_id) if standing is None else standing
+        notice; reviews by role. ``life``: the case's life as a write that just
+        committed left it (else it is read, the system's pending work finished first).
+        Read from the case's entries alone: the product and the case date are those
+        its intake.accepted entry journaled (from the document it took in), so a status
+        read does not read, parse and check the document (docs/service.md)."""
+        life = self.life(case_id) if life is None else life
         status = status_of(life)
         decision = life.decision
-        application = document.get("application")
-        product = application.get("product") if isinstance(application, Mapping) else None
+        product, as_of = self._taken_in(case_id, life)
         today = self.work.today()
         view: dict[str, Any] = {
             "caseId": case_id,
             "product": product,
-            "asOf": document.get("asOf"),
+            "asOf": as_of,
             "life": life.state,
             "final": life.final,
             "item": life.item.to_wire(today) if life.item is not None else None,
@@ -274,6 +284,18 @@ class CaseService:
                 for name, r in sorted(status.reviews.items())
             }
         return view
+
+    def _taken_in(self, case_id: str, life: CaseLife) -> tuple[Any, Any]:
+        """The case's product and date as its intake.accepted entry journaled them; for
+        an entry of an earlier form that does not state both, as its document does."""
+        accepted = life.accepted.payload if life.accepted is not None else {}
+        product, as_of = accepted.get("product"), accepted.get("asOf")
+        if isinstance(product, str) and isinstance(as_of, str):
+            return product, as_of
+        document = self._document(case_id)
+        application = document.get("application")
+        named = application.get("product") if isinstance(application, Mapping) else None
+        return named, document.get("asOf")
 
     @staticmethod
     def _notice_state(life: CaseLife) -> str:
@@ -342,7 +364,7 @@ class CaseService:
             with self.store.group_commit([case_id]):
                 # The case's document as the group read it (checked against its intake
                 # digest there): a case never taken in is a 404, its claim given up.
-                document = self._document(case_id)
+                self._document(case_id)
                 self._not_decided(case_id)
                 result = self.runtime.run_turn(case_id, self.underwriter, serve=True)
                 life = self.work.finish(case_id, notify=False)
@@ -354,7 +376,7 @@ class CaseService:
                 with self.store.group_commit([case_id]):
                     life = self.work.finish(case_id)
         self.committed()
-        return self.view(case_id, principal, standing=(document, life))
+        return self.view(case_id, principal, life=life)
 
     def _decided(self, case_id: str) -> None:
         """Why a case whose decide claim is held may not be decided (404, 409, 422); a
