@@ -422,7 +422,8 @@ def read_connection(engine: Engine) -> Connection:
     COMMITTED, the isolation the journal's connections run at, each statement of a
     transaction takes a snapshot of its own anyway, so a transaction around reads adds
     nothing but its BEGIN and its ROLLBACK, each a round trip to the server (a status
-    read, the key's look-up and the case's two reads: 7 round trips without, 3 with).
+    read, the key's look-up and the case's entries: 2 round trips, 6 with a
+    transaction around each).
     On SQLite a read keeps its transaction, one snapshot for all its statements."""
     conn = engine.connect()
     if engine.dialect.name == "postgresql":
@@ -1369,9 +1370,9 @@ class SqlStore:
         return [self._checked(row, key) for row in rows]
 
     def case_standing(self, case_id: str) -> tuple[Mapping[str, Any] | None, list[Entry]]:
-        """The document and the entries in one connection's two reads (the status read's
-        three became two: the digest comes from the intake.accepted entry read with the
-        others, its MAC verified, not from a read of its payload alone)."""
+        """The document and the entries in one connection's two reads (the notice's read
+        of a case: the digest comes from the intake.accepted entry read with the others,
+        its MAC verified, not from a read of its payload alone)."""
         group = self._joined()
         if group is not None:
             return self.get_case(case_id), self.authentic_entries(case_id)
