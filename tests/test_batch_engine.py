@@ -245,3 +245,36 @@ def test_a_frame_decided_in_parts_is_the_frame_decided_whole(
     parts = decide_frame(frame, POLICY)
     assert parts.equals(whole)
     assert whole["errorKind"].null_count() < whole.height  # error rows among the parts
+
+
+def test_what_a_batch_derives_from_the_plan_alone_is_made_once_and_shared(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The reason tables and the row checks are built on a plan's first batch and read
+    by every batch after it, which decides as the scalar underwriter does; the shared
+    tables cannot be written to by a batch."""
+    from credit.batch import columns, engine
+    from credit.batch.plan import plan_for
+
+    policy = policy_with({}, tmp_path)  # a plan of its own, built in this test
+    made: list[str] = []
+    for module, name in ((columns, "_reason_tables"), (engine, "_check_exprs")):
+        original = getattr(module, name)
+
+        def counted(*args: object, _original: object = original, _name: str = name) -> object:
+            made.append(_name)
+            return _original(*args)  # type: ignore[operator]
+
+        monkeypatch.setattr(module, name, counted)
+    first, second = generate_frame(21, 600), generate_frame(22, 600)
+    for frame in (first, second):
+        assert not differences(decide_frame(frame, policy), scalar_decide_frame(frame, policy))
+    assert made.count("_reason_tables") == 1
+    # the checks: once for frames whose key factor codes are all known, once for others
+    assert 1 <= made.count("_check_exprs") <= 2
+    before = list(made)
+    assert decide_frame(first, policy).equals(decide_frame(first, policy))
+    assert made == before  # nothing made again
+    tables = plan_for(policy).kept("reason tables", lambda: pytest.fail("not kept"))
+    with pytest.raises(ValueError, match="read-only"):
+        tables.pre[0, 0] = 1

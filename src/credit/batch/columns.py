@@ -28,7 +28,9 @@ from __future__ import annotations
 
 from decimal import ROUND_HALF_UP, Decimal, getcontext
 from fractions import Fraction
+from functools import cache
 from math import lcm
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -211,6 +213,42 @@ def _patterns(plan: BatchPlan) -> list[list[str]]:
     return out
 
 
+class _ReasonTables(NamedTuple):
+    """What :func:`_reasons` reads of the plan, made once per plan: the patterns as a
+    list column, the codes' vocabulary and index, the adverse codes before and after
+    the key factors for each set of failures (codes' indices, padded) and the key
+    factors' reason codes by bureau code (indices)."""
+
+    lists: pl.Series
+    patterns: int  # how many
+    vocab: list[str]
+    to_index: dict[str, int]
+    pre: npt.NDArray[np.int64]
+    post: npt.NDArray[np.int64]
+    pre_len: npt.NDArray[np.int64]
+    post_len: npt.NDArray[np.int64]
+
+
+def _reason_tables(plan: BatchPlan) -> _ReasonTables:
+    patterns = _patterns(plan)
+    lists = pl.Series("reasonCodes", patterns, dtype=pl.List(pl.String()))
+    vocab = sorted({c for codes in patterns for c in codes} | set(plan.key_factor_codes.values()))
+    index = {c: i for i, c in enumerate(vocab)}
+    width = plan.max_reasons
+    pre = np.zeros((8, width + 1), dtype=np.int64)
+    post = np.zeros((8, width + 1), dtype=np.int64)
+    pre_len, post_len = np.zeros(8, dtype=np.int64), np.zeros(8, dtype=np.int64)
+    for bits in range(8):
+        before, after = _adverse_parts(plan, bits)
+        pre_len[bits], post_len[bits] = len(before), len(after)
+        pre[bits, : len(before)] = [index[c] for c in before]
+        post[bits, : len(after)] = [index[c] for c in after]
+    to_index = {bureau: index[code] for bureau, code in plan.key_factor_codes.items()}
+    for table in (pre, post, pre_len, post_len):
+        table.flags.writeable = False  # shared by every batch of the plan
+    return _ReasonTables(lists, len(patterns), vocab, to_index, pre, post, pre_len, post_len)
+
+
 def _reasons(
     plan: BatchPlan,
     pattern: I64,
@@ -226,27 +264,16 @@ def _reasons(
     after``, at most ``maxReasons``): those rows' lists are laid out from offsets,
     each value knowing its row and its slot, appended to the patterns and gathered
     the same way."""
-    patterns = _patterns(plan)
-    lists = pl.Series("reasonCodes", patterns, dtype=pl.List(pl.String()))
+    tables = plan.kept("reason tables", lambda: _reason_tables(plan))
+    lists, vocab, width = tables.lists, tables.vocab, plan.max_reasons
+    pre, post, pre_len, post_len = tables.pre, tables.post, tables.pre_len, tables.post_len
     rows = np.flatnonzero(with_factors)
     if not len(rows):
         return lists.gather(pl.Series(pattern))
-    vocab = sorted({c for codes in patterns for c in codes} | set(plan.key_factor_codes.values()))
-    index = {c: i for i, c in enumerate(vocab)}
-    width = plan.max_reasons
     kf = key_factors.gather(pl.Series(rows))
     kf_len = kf.list.len().to_numpy().astype(np.int64)
-    to_index = {bureau: index[code] for bureau, code in plan.key_factor_codes.items()}
-    kf_codes = kf.explode().replace_strict(to_index, return_dtype=pl.Int64()).to_numpy()
+    kf_codes = kf.explode().replace_strict(tables.to_index, return_dtype=pl.Int64()).to_numpy()
     kf_start = np.cumsum(kf_len) - kf_len
-    pre = np.zeros((8, width + 1), dtype=np.int64)
-    post = np.zeros((8, width + 1), dtype=np.int64)
-    pre_len, post_len = np.zeros(8, dtype=np.int64), np.zeros(8, dtype=np.int64)
-    for bits in range(8):
-        before, after = _adverse_parts(plan, bits)
-        pre_len[bits], post_len[bits] = len(before), len(after)
-        pre[bits, : len(before)] = [index[c] for c in before]
-        post[bits, : len(after)] = [index[c] for c in after]
     b = adverse_bits[rows]
     length = np.minimum(pre_len[b] + kf_len + post_len[b], plan.max_reasons)
     offsets = np.zeros(len(rows) + 1, dtype=np.int64)
@@ -269,7 +296,7 @@ def _reasons(
     built = pl.from_arrow(pa.LargeListArray.from_arrays(pa.array(offsets), strings))
     assert isinstance(built, pl.Series)
     at = pattern.copy()
-    at[rows] = len(patterns) + np.arange(len(rows))
+    at[rows] = tables.patterns + np.arange(len(rows))
     # one chunk: a gather across chunks of a list column is many times slower
     return pl.concat([lists, built.rename("reasonCodes")], rechunk=True).gather(pl.Series(at))
 
@@ -326,7 +353,7 @@ def _confidence(
     smallest n. The scalar computes each headroom as one correctly rounded Decimal
     division of exact operands, so its m is the correctly rounded n / D; the formula
     is then evaluated once per distinct n with the scalar's own Decimal arithmetic."""
-    d, (s_a, _), dti_ab, (l_a, l_b) = _confidence_scale(plan)
+    d, (s_a, _), dti_ab, (l_a, l_b) = plan.kept("confidence scale", lambda: _confidence_scale(plan))
     big = np.iinfo(np.int64).max
     n_s = np.where(scored, np.abs(score - min_score) * s_a, big)
     a_d = np.where(is_auto, dti_ab[True][0], dti_ab[False][0])
@@ -373,8 +400,13 @@ def _decimal(units: I64, scale: int, valid: Bool | None = None) -> pa.Array:
     return pa.Array.from_buffers(pa.decimal128(38, scale), n, buffers, null_count=0)
 
 
+@cache
+def _vocabulary(vocab: tuple[str, ...]) -> pl.Series:
+    return pl.Series(vocab, dtype=pl.String())
+
+
 def _strings(vocab: tuple[str, ...], codes: npt.NDArray[np.integer]) -> pl.Series:
-    return pl.Series(vocab, dtype=pl.String()).gather(pl.Series(codes))
+    return _vocabulary(vocab).gather(pl.Series(codes))
 
 
 def _ints(values: I64, valid: Bool) -> pa.Array:
@@ -384,8 +416,17 @@ def _ints(values: I64, valid: Bool) -> pa.Array:
 # ---------------------------------------------------------------- the whole decision
 
 
-def _array(df: pl.DataFrame, name: str, fill: int = 0) -> I64:
-    return df[name].fill_null(fill).to_numpy().astype(np.int64, copy=False)
+def _arrays(df: pl.DataFrame, fills: dict[str, int]) -> list[I64]:
+    """The columns ``fills`` names as integer arrays, in its order, each null as its
+    fill: the columns with a null (a count each column keeps) filled in one select,
+    each an expression of its own, one after another (each eager operation hands its
+    work to polars' thread pool and back: on a small batch that is most of its cost)."""
+    nulls = [name for name in fills if df[name].null_count()]
+    filled = df.select_seq([pl.col(name).fill_null(fills[name]) for name in nulls])
+    return [
+        (filled[name] if name in nulls else df[name]).to_numpy().astype(np.int64, copy=False)
+        for name in fills
+    ]
 
 
 def decide_columns(df: pl.DataFrame, plan: BatchPlan) -> pl.DataFrame:
@@ -395,16 +436,21 @@ def decide_columns(df: pl.DataFrame, plan: BatchPlan) -> pl.DataFrame:
     auto, card = plan.auto, plan.card
     is_auto = (df["product"] == "auto").to_numpy()
     scored = df["score"].is_not_null().to_numpy()
-    score = _array(df, "score")
-    income = _array(df, "annualIncomeCents", 1)
-    debt = _array(df, "monthlyDebtCents")
-    amount = _array(df, "requestedAmountCents")
-    term = _array(df, "termMonths")
-    value = _array(df, "vehicleValueCents", 1)
-    asked_line = _array(df, "requestedLineCents")
-    tradelines = _array(df, "tradelines")
-    history = _array(df, "historyMonths")
-    disputes = _array(df, "unresolvedDisputes")
+    score, income, debt, amount, term, value, asked_line, tradelines, history, disputes = _arrays(
+        df,
+        {
+            "score": 0,
+            "annualIncomeCents": 1,
+            "monthlyDebtCents": 0,
+            "requestedAmountCents": 0,
+            "termMonths": 0,
+            "vehicleValueCents": 1,
+            "requestedLineCents": 0,
+            "tradelines": 0,
+            "historyMonths": 0,
+            "unresolvedDisputes": 0,
+        },
+    )
 
     # methodology step 2: band the score
     band = np.full(n, _UNSCORED, dtype=np.int8)

@@ -31,14 +31,18 @@ from __future__ import annotations
 import datetime as dt
 import math
 import weakref
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
+from typing import Any, TypeVar
 
 from credit.catalogue import Catalogue, default_catalogue
 from credit.errors import PolicyError
 from credit.policy import BANDS, Policy
 from credit.underwriting.capacity import payment_factor
+
+_T = TypeVar("_T")
 
 __all__ = ["BatchPlan", "ProductPlan", "plan_for"]
 
@@ -109,9 +113,21 @@ class BatchPlan:
     factors: dict[tuple[str, int], Decimal]  # (band, term) -> r / (1 - (1 + r)^-n)
     key_factor_codes: dict[str, str]  # bureau code -> reason code
     confidence_widths: tuple[Decimal, Decimal, Decimal]  # score, DTI, LTV margins
+    # What the columnar underwriter derives from the plan alone, made on first use
+    # (:meth:`kept`): not part of the plan's value.
+    _kept: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def product(self, name: str) -> ProductPlan:
         return self.auto if name == "auto" else self.card
+
+    def kept(self, name: str, make: Callable[[], _T]) -> _T:
+        """What ``make`` builds from this plan alone (the reason patterns' list
+        column, the row checks as expressions, ...), built once per plan: a batch's
+        fixed cost, paid on every call of a small one before."""
+        found = self._kept.get(name)
+        if found is None:
+            found = self._kept[name] = make()
+        return found
 
     def pct_of_units(self, units: int) -> Decimal:
         """A percentage in units as the Decimal the scalar states (``264`` -> 26.4)."""
