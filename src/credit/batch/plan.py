@@ -114,8 +114,9 @@ class BatchPlan:
     key_factor_codes: dict[str, str]  # bureau code -> reason code
     confidence_widths: tuple[Decimal, Decimal, Decimal]  # score, DTI, LTV margins
     # What the columnar underwriter derives from the plan alone, made on first use
-    # (:meth:`kept`): not part of the plan's value.
-    _kept: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    # (:meth:`kept`): not part of the plan's value, and not carried to a plan made
+    # from this one by dataclasses.replace (each plan starts with its own, empty).
+    _kept: dict[str, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     def product(self, name: str) -> ProductPlan:
         return self.auto if name == "auto" else self.card
