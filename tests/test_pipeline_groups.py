@@ -329,9 +329,9 @@ def test_a_batch_that_cannot_be_opened_is_named_before_anything_runs(tmp_path: P
 
 
 @pytest.mark.parametrize("size", [0, -1])
-def test_a_group_must_hold_at_least_one_case(size: int) -> None:
+def test_a_group_must_hold_at_least_one_case(size: int, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="group_size must be at least 1"):
-        Pipeline(InMemoryStore(), DirectoryOutbox(Path("unused")), group_size=size)
+        Pipeline(InMemoryStore(), DirectoryOutbox(tmp_path / "outbox"), group_size=size)
 
 
 def test_a_run_tunes_the_garbage_collector_while_it_works_and_restores_it_after(
