@@ -280,14 +280,14 @@ def test_what_a_batch_derives_from_the_plan_alone_is_made_once_and_shared(
         tables.pre[0, 0] = 1
 
 
-def test_a_plan_made_from_another_starts_with_nothing_kept() -> None:
+def test_a_plan_made_from_another_starts_with_nothing_kept(tmp_path: Path) -> None:
     """What a plan keeps is its own: a plan made from it with other values (as
     ``dataclasses.replace`` makes one) builds its tables again."""
     import dataclasses
 
     from credit.batch.plan import plan_for
 
-    plan = plan_for(POLICY)
+    plan = plan_for(policy_with({}, tmp_path))  # not the shared policy's plan
     plan.kept("a test's table", lambda: "the first plan's")
     other = dataclasses.replace(plan, max_reasons=plan.max_reasons - 1)
     assert other.kept("a test's table", lambda: "its own") == "its own"
