@@ -28,7 +28,24 @@ def test_a_policys_lookups_are_dropped_with_the_policy(tmp_path: Path) -> None:
     policy = policy_with({"margins.scorePoints": 5}, tmp_path, "short-lived")
     decide_case(parse_case(auto_case()), policy)
     key = id(policy)
-    assert key in engine._LOOKUPS
+    assert key in engine._lookups._kept
     del policy
     gc.collect()
-    assert key not in engine._LOOKUPS
+    assert key not in engine._lookups._kept
+
+
+def test_a_reason_states_the_figures_of_the_policy_that_decided(tmp_path: Path) -> None:
+    # what every file shares is written once per policy; each policy states its own
+    case = parse_case(auto_case(tradelines=3, history_months=20))
+    stricter = policy_with(
+        {"thinFile.minTradelines": 5, "thinFile.minHistoryMonths": 36}, tmp_path, "stricter"
+    )
+    for _ in range(2):  # and again, with both policies' figures written
+        ours, theirs = decide_case(case, POLICY), decide_case(case, stricter)
+        by_code = {r.code: r.values for r in theirs.reasons}
+        assert by_code["REFER_FEW_TRADELINES"]["minTradelines"] == "5"
+        assert by_code["REFER_SHORT_HISTORY"]["minHistoryMonths"] == "36"
+        assert all(
+            r.values.get("minTradelines") in (None, str(POLICY["thinFile.minTradelines"].value))
+            for r in ours.reasons
+        )

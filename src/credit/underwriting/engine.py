@@ -13,7 +13,6 @@ on a referral.
 from __future__ import annotations
 
 import datetime as dt
-import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
@@ -21,6 +20,7 @@ from functools import partial
 
 from credit.catalogue import Catalogue, default_catalogue
 from credit.errors import NotInPolicyError, UndecidedCaseError
+from credit.kept import KeptPer
 from credit.models import Application, Case, CreditReport, Decision, Terms
 from credit.policy import BANDS, BandPricing, Param, Policy, ProductPolicy
 from credit.reason_facts import Facts, file_facts, stated_values
@@ -126,6 +126,8 @@ class _Context:
     margins: dict[str, Decimal] = field(default_factory=dict)
     searched: bool = False  # the counteroffer search has run (its result is ``offer``)
     offer: Counteroffer | None = None
+    # the margin rule's reasons and the basis lines it states (judged once a case)
+    margin: tuple[tuple[StatedReason, ...], tuple[str, ...]] | None = None
     _facts: Facts | None = None
 
     @property
@@ -187,31 +189,29 @@ class _Lookups:
             f"sha256:{policy.sha256}"
         )
         self.cites = {key: param.cite() for key, param in policy.params.items()}  # by key
+        self.money_q: Decimal = policy["rounding.money"].value
+        self.pct_q: Decimal = policy["rounding.percent"].value
+        self.factor_order: tuple[str, ...] = tuple(policy["factorOrder"].value)
+        self.max_reasons: Param = policy["maxReasons"]
+        self.min_tradelines: Param = policy["thinFile.minTradelines"]
+        self.min_history: Param = policy["thinFile.minHistoryMonths"]
+        self.score_margin: Param = policy["margins.scorePoints"]
+        self.dti_margin: Param = policy["margins.dtiPct"]
+        self.ltv_margin: Param = policy["margins.ltvPct"]
+        self.steps: Param = policy["steps"]
 
 
-_LOOKUPS: dict[int, tuple[weakref.ref[Policy], _Lookups]] = {}
-
-
-def _lookups(policy: Policy) -> _Lookups:
-    entry = _LOOKUPS.get(id(policy))
-    if entry is not None and entry[0]() is policy:
-        return entry[1]
-    key = id(policy)
-    built = _Lookups(policy)
-    table = _LOOKUPS  # the callback may run at shutdown, after module globals are cleared
-    _LOOKUPS[key] = (weakref.ref(policy, lambda _: table.pop(key, None)), built)
-    return built
+_lookups: KeptPer[Policy, _Lookups] = KeptPer(_Lookups)
 
 
 # ---------------------------------------------------------------- step 2: band the score
 
 
-def _band(score: int | None, policy: Policy, basis: list[str], case_id: str) -> str:
+def _band(score: int | None, lk: _Lookups, basis: list[str], case_id: str) -> str:
     """Methodology step 2: prime / near-prime / subprime; unscored with no score."""
     if score is None:
         basis.append("scoreBands: no score returned by the bureau, band unscored")
         return "unscored"
-    lk = _lookups(policy)
     for band, floor in lk.bands:
         if score >= floor.value:
             basis.append(f"{lk.cites[floor.key]}: score {score} is in band {band}")
@@ -257,13 +257,11 @@ def _capacity(
     app: Application,
     score: int | None,
     band: str,
-    policy: Policy,
+    lk: _Lookups,
     product: ProductPolicy,
     basis: list[str],
 ) -> Figures:
-    lk = _lookups(policy)
-    money_q = policy["rounding.money"].value
-    pct_q = policy["rounding.percent"].value
+    money_q, pct_q = lk.money_q, lk.pct_q
     apr: Decimal | None = None
     payment = Decimal("0.00")
     line: Decimal | None = None
@@ -338,7 +336,8 @@ def _stated(ctx: _Context, code: str) -> StatedReason:
 
 def _adverse_reasons(ctx: _Context, *, score_principal: bool) -> tuple[StatedReason, ...]:
     """Principal reasons in the policy's factor order, at most ``maxReasons``."""
-    groups: dict[str, list[StatedReason]] = {kind: [] for kind in ctx.policy["factorOrder"].value}
+    order = ctx.lk.factor_order
+    groups: dict[str, list[StatedReason]] = {kind: [] for kind in order}
     if ctx.score_fails:
         groups["scoreBelowMinimum"].append(_stated(ctx, "SCORE_BELOW_MINIMUM"))
     if ctx.dti_fails:
@@ -350,8 +349,8 @@ def _adverse_reasons(ctx: _Context, *, score_principal: bool) -> tuple[StatedRea
             code = ctx.catalogue.key_factor_code(kf.code)
             assert code is not None  # checked on entry to underwrite()
             groups["bureauKeyFactors"].append(_stated(ctx, code))
-    ordered = [r for kind in ctx.policy["factorOrder"].value for r in groups[kind]]
-    cap = ctx.policy["maxReasons"]
+    ordered = [r for kind in order for r in groups[kind]]
+    cap = ctx.lk.max_reasons
     if len(ordered) > cap.value:
         ctx.basis.append(
             f"{ctx.lk.cites[cap.key]}: {len(ordered)} reasons found, the first {cap.value} kept"
@@ -364,11 +363,11 @@ def _adverse_reasons(ctx: _Context, *, score_principal: bool) -> tuple[StatedRea
 
 def _refer_unusable_file(ctx: _Context) -> _Outcome | None:
     """Refer (never guess): no score, a thin file, or an unresolved dispute."""
-    r, pol = ctx.report, ctx.policy
+    r = ctx.report
     reasons: list[StatedReason] = []
     if r.score is None:
         reasons.append(_stated(ctx, "REFER_NO_SCORE"))
-    min_tl, min_hist = pol["thinFile.minTradelines"], pol["thinFile.minHistoryMonths"]
+    min_tl, min_hist = ctx.lk.min_tradelines, ctx.lk.min_history
     thin_tl = r.tradelines < min_tl.value
     thin_hist = r.history_months < min_hist.value
     ctx.basis.append(
@@ -398,8 +397,7 @@ def _search_auto(ctx: _Context) -> Counteroffer | None:
     app, p, f = ctx.application, ctx.product, ctx.figures
     assert p.terms_allowed and p.min_amount and p.max_ltv_pct and f.apr is not None
     assert app.requested_amount is not None and app.vehicle_value is not None
-    money_q = ctx.policy["rounding.money"].value
-    pct_q = ctx.policy["rounding.percent"].value
+    money_q, pct_q = ctx.lk.money_q, ctx.lk.pct_q
     step = p.counteroffer_step.value
     lo = _ceil_steps(p.min_amount.value, step)
     hi = _floor_steps(app.requested_amount, step)
@@ -442,8 +440,7 @@ def _search_card(ctx: _Context) -> Counteroffer | None:
     app, p, f = ctx.application, ctx.product, ctx.figures
     assert p.min_line and p.payment_pct_of_line and f.assessed_line is not None
     assert f.apr is not None
-    money_q = ctx.policy["rounding.money"].value
-    pct_q = ctx.policy["rounding.percent"].value
+    money_q, pct_q = ctx.lk.money_q, ctx.lk.pct_q
     step = p.counteroffer_step.value
     lo = _ceil_steps(p.min_line.value, step)
     hi = _ceil_steps(f.assessed_line, step) - 1  # strictly below the assessed line
@@ -583,16 +580,26 @@ def _refer_within_margin(ctx: _Context) -> _Outcome | None:
     f = ctx.figures
     if f.score is None or ctx.score_fails or ctx.dti_fails or ctx.ltv_fails:
         return None
-    reasons = _margin_reasons(ctx, ctx.basis)
+    reasons, lines = _margins(ctx)
+    ctx.basis += lines
     return _Outcome("refer", reasons) if reasons else None
+
+
+def _margins(ctx: _Context) -> tuple[tuple[StatedReason, ...], tuple[str, ...]]:
+    """The margin rule's reasons and the basis lines that state it, judged once a case
+    (the referral step states them; the approval step asks whether there are any)."""
+    if ctx.margin is None:
+        basis: list[str] = []
+        ctx.margin = (_margin_reasons(ctx, basis), tuple(basis))
+    return ctx.margin
 
 
 def _margin_reasons(ctx: _Context, basis: list[str]) -> tuple[StatedReason, ...]:
     """Margin rules (step 4): score min..min+points, DTI cap-margin..cap, LTV likewise."""
-    f, pol = ctx.figures, ctx.policy
+    f, lk = ctx.figures, ctx.lk
     assert f.score is not None
     reasons: list[StatedReason] = []
-    pts = pol["margins.scorePoints"]
+    pts = lk.score_margin
     top = f.min_score + pts.value
     in_score = f.min_score <= f.score <= top
     basis.append(
@@ -601,7 +608,7 @@ def _margin_reasons(ctx: _Context, basis: list[str]) -> tuple[StatedReason, ...]
     )
     if in_score:
         reasons.append(_stated(ctx, "REFER_SCORE_MARGIN"))
-    dm = pol["margins.dtiPct"]
+    dm = lk.dti_margin
     low = f.max_dti_pct - dm.value
     in_dti = low <= f.dti_pct <= f.max_dti_pct
     basis.append(
@@ -611,7 +618,7 @@ def _margin_reasons(ctx: _Context, basis: list[str]) -> tuple[StatedReason, ...]
     if in_dti:
         reasons.append(_stated(ctx, "REFER_DTI_MARGIN"))
     if f.ltv_pct is not None and f.max_ltv_pct is not None:
-        lm = pol["margins.ltvPct"]
+        lm = lk.ltv_margin
         low_ltv = f.max_ltv_pct - lm.value
         in_ltv = low_ltv <= f.ltv_pct <= f.max_ltv_pct
         basis.append(
@@ -628,7 +635,7 @@ def _approve(ctx: _Context) -> _Outcome | None:
     f = ctx.figures
     if f.score is None or ctx.score_fails or ctx.dti_fails or ctx.ltv_fails:
         return None
-    if _margin_reasons(ctx, []):
+    if _margins(ctx)[0]:
         return None
     assert f.apr is not None
     if f.product == "auto":
@@ -660,14 +667,14 @@ def confidence(ctx: _Context, decision: str, step: str) -> Decimal:
     if step == "referUnusableFile":
         m = Decimal(0)
     else:
-        f, pol = ctx.figures, ctx.policy
+        f, lk = ctx.figures, ctx.lk
         headrooms: list[Decimal] = []
         if f.score is not None:
-            width = Decimal(pol["margins.scorePoints"].value + 1)
+            width = Decimal(lk.score_margin.value + 1)
             headrooms.append(abs(Decimal(f.score - f.min_score)) / width)
-        headrooms.append(abs(f.dti_pct - f.max_dti_pct) / pol["margins.dtiPct"].value)
+        headrooms.append(abs(f.dti_pct - f.max_dti_pct) / lk.dti_margin.value)
         if f.ltv_pct is not None and f.max_ltv_pct is not None:
-            headrooms.append(abs(f.ltv_pct - f.max_ltv_pct) / pol["margins.ltvPct"].value)
+            headrooms.append(abs(f.ltv_pct - f.max_ltv_pct) / lk.ltv_margin.value)
         m = min(headrooms)
     return round_half_up(_ONE - _HALF / (_ONE + m), _CONFIDENCE_QUANTUM)
 
@@ -705,11 +712,11 @@ def underwrite(
     product = lk.products[application.product]
     _check_request(application, product, case_id)
     basis = [lk.head]
-    band = _band(report.score, policy, basis, case_id)
-    figures = _capacity(application, report.score, band, policy, product, basis)
+    band = _band(report.score, lk, basis, case_id)
+    figures = _capacity(application, report.score, band, lk, product, basis)
     ctx = _Context(case_id, application, report, policy, catalogue, product, lk, figures, basis)
     _cite_caps(ctx)
-    steps = policy["steps"]
+    steps = lk.steps
     for step in steps.value:
         outcome = _STEPS[step](ctx)
         if outcome is None:
@@ -739,8 +746,8 @@ def request_figures(
     lk = _lookups(policy)
     product = lk.products[application.product]
     basis: list[str] = []
-    band = _band(report.score, policy, basis, case_id)
-    return _capacity(application, report.score, band, policy, product, basis)
+    band = _band(report.score, lk, basis, case_id)
+    return _capacity(application, report.score, band, lk, product, basis)
 
 
 def decide_case(case: Case, policy: Policy, catalogue: Catalogue | None = None) -> Underwriting:
