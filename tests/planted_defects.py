@@ -8,6 +8,7 @@ each one: a check is worth its cost only if a planted defect makes it fail.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Callable, Mapping
 from decimal import ROUND_FLOOR, Decimal, localcontext
@@ -113,11 +114,11 @@ def card_line_not_capped_at_the_request(mp: pytest.MonkeyPatch) -> None:
     """The card line assessed is the band's line even above the line requested."""
     original = engine._capacity
 
-    def uncapped(app: Any, score: int | None, band: str, policy: Any, *rest: Any) -> Any:
+    def uncapped(app: Any, score: int | None, band: str, lookups: Any, *rest: Any) -> Any:
         if app.product == "card" and band != "unscored":
-            line = policy[f"pricing.card.{band}.line"].value
+            line = lookups.pricing[("card", band)].line.value
             app = app.model_copy(update={"requested_line": max(app.requested_line, line)})
-        return original(app, score, band, policy, *rest)
+        return original(app, score, band, lookups, *rest)
 
     mp.setattr(engine, "_capacity", uncapped)
 
@@ -127,11 +128,11 @@ def unscored_priced_at_the_lowest_band(mp: pytest.MonkeyPatch) -> None:
     payment the policy says an unscored case does not have."""
     original = engine._capacity
 
-    def priced(app: Any, score: int | None, band: str, policy: Any, *rest: Any) -> Any:
+    def priced(app: Any, score: int | None, band: str, lookups: Any, *rest: Any) -> Any:
         if band != "unscored":
-            return original(app, score, band, policy, *rest)
-        lowest = min(engine.BANDS, key=lambda b: policy[f"scoreBands.{b}"].value)
-        figures = original(app, score, lowest, policy, *rest)
+            return original(app, score, band, lookups, *rest)
+        lowest = lookups.bands[-1][0]  # the bands by floor, highest first
+        figures = original(app, score, lowest, lookups, *rest)
         return dataclasses.replace(figures, band="unscored", apr=None, assessed_line=None)
 
     mp.setattr(engine, "_capacity", priced)
@@ -142,17 +143,14 @@ def thin_file_tradelines_off_by_one(mp: pytest.MonkeyPatch) -> None:
     original = engine._refer_unusable_file
 
     def stricter(ctx: Any) -> Any:
-        policy = ctx.policy
-        key = "thinFile.minTradelines"
-        params = {
-            **policy.params,
-            key: policy[key].model_copy(update={"value": policy[key].value + 1}),
-        }
-        ctx.policy = policy.model_copy(update={"params": params})
+        lookups = ctx.lk  # the policy's parameters as the steps read them
+        floor = lookups.min_tradelines
+        ctx.lk = copy.copy(lookups)
+        ctx.lk.min_tradelines = floor.model_copy(update={"value": floor.value + 1})
         try:
             return original(ctx)
         finally:
-            ctx.policy = policy
+            ctx.lk = lookups
 
     mp.setitem(engine._STEPS, "referUnusableFile", stricter)
 
