@@ -8,6 +8,7 @@ from pathlib import Path
 
 from batch_support import policy_with
 from conftest import POLICY, auto_case
+from credit import reason_facts
 from credit.models import parse_case
 from credit.underwriting import decide_case, engine
 
@@ -26,12 +27,15 @@ def test_two_policies_decide_one_case_each_by_its_own_numbers(tmp_path: Path) ->
 
 def test_a_policys_lookups_are_dropped_with_the_policy(tmp_path: Path) -> None:
     policy = policy_with({"margins.scorePoints": 5}, tmp_path, "short-lived")
-    decide_case(parse_case(auto_case()), policy)
+    referred = decide_case(parse_case(auto_case(tradelines=1)), policy)  # a reason stated
+    assert referred.reasons
     key = id(policy)
     assert key in engine._lookups._kept
+    assert key in reason_facts._figures._kept
     del policy
     gc.collect()
     assert key not in engine._lookups._kept
+    assert key not in reason_facts._figures._kept
 
 
 def test_a_reason_states_the_figures_of_the_policy_that_decided(tmp_path: Path) -> None:
