@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import pickle
 import re
 from decimal import Decimal
 from pathlib import Path
@@ -421,3 +422,53 @@ def test_a_case_before_the_effective_date_is_bad_input_on_the_command_line(tmp_p
     result = CliRunner().invoke(app, ["decide", str(path)])
     assert result.exit_code == 2
     assert "case C-EARLY" in result.stderr and "field asOf" in result.stderr
+
+
+# ---------------------------------------------------------------- read-only parameters
+#
+# What is derived from a loaded policy is kept by the policy object (the underwriter's
+# lookups, the figures a reason states, a batch plan); a parameter changed in place
+# would leave those behind the policy they came from.
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda params: params.__setitem__("maxReasons", params["maxReasons"]),
+        lambda params: params.__delitem__("maxReasons"),
+        lambda params: params.update({"maxReasons": params["maxReasons"]}),
+        lambda params: params.pop("maxReasons"),
+        lambda params: params.popitem(),
+        lambda params: params.setdefault("new", None),
+        lambda params: params.clear(),
+        lambda params: params.__ior__({}),
+    ],
+    ids=["set", "delete", "update", "pop", "popitem", "setdefault", "clear", "merge"],
+)
+def test_a_loaded_policys_parameters_cannot_be_changed_in_place(change: Any) -> None:
+    policy = load_policy(default_policy_path())
+    before = dict(policy.params)
+    with pytest.raises(TypeError, match="read-only"):
+        change(policy.params)
+    assert dict(policy.params) == before
+
+
+def test_a_policy_with_other_values_is_another_policy_built_from_a_copy() -> None:
+    policy = default_policy()
+    params = {**policy.params}
+    cap = params["maxReasons"]
+    params["maxReasons"] = cap.model_copy(update={"value": cap.value - 1})
+    other = policy.model_validate({**policy.model_dump(), "params": params})
+    assert other["maxReasons"].value == cap.value - 1
+    assert policy["maxReasons"].value == cap.value
+    with pytest.raises(TypeError, match="read-only"):
+        other.params["maxReasons"] = cap
+
+
+def test_a_policy_pickled_to_another_process_keeps_its_parameters_read_only() -> None:
+    policy = default_policy()
+    copy = pickle.loads(pickle.dumps(policy))
+    assert copy == policy
+    assert dict(copy.params) == dict(policy.params)
+    with pytest.raises(TypeError, match="read-only"):
+        copy.params["maxReasons"] = policy["maxReasons"]

@@ -20,7 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from credit.errors import PolicyError
 from credit.yamldata import (
@@ -236,8 +236,32 @@ class ProductPolicy(_Frozen):
     payment_pct_of_line: Param | None = None  # card
 
 
+class Params(dict[str, Param]):
+    """A policy's parameters by key, read-only: what is derived from a loaded policy
+    (the underwriter's lookups, the figures a reason states, a batch plan) is kept by
+    the policy object, so its parameters cannot change under it. A policy with other
+    values is another policy: load it, or build one (``{**policy.params, key: ...}``
+    makes a plain dict to build it from). A dict otherwise: it reads, copies into a
+    dict and pickles (to another process) as one."""
+
+    __slots__ = ()
+
+    def _read_only(self, *_: object, **__: object) -> Any:
+        raise TypeError(
+            "a policy's parameters are read-only: a policy with other values is another "
+            "policy (load it, or build it from {**policy.params, ...})"
+        )
+
+    __setitem__ = __delitem__ = __ior__ = _read_only
+    clear = pop = popitem = setdefault = update = _read_only
+
+    def __reduce__(self) -> tuple[type[Params], tuple[dict[str, Param]]]:
+        return Params, (dict(self),)
+
+
 class Policy(_Frozen):
-    """A loaded, validated policy version. Immutable."""
+    """A loaded, validated policy version. Immutable: its fields cannot be set, and its
+    parameters are :class:`Params` (read-only)."""
 
     name: str
     version: str
@@ -247,6 +271,11 @@ class Policy(_Frozen):
     source: str
     sha256: str
     params: Mapping[str, Param]
+
+    @field_validator("params", mode="after")
+    @classmethod
+    def _read_only_params(cls, value: Mapping[str, Param]) -> Params:
+        return value if type(value) is Params else Params(value)
 
     def __getitem__(self, key: str) -> Param:
         try:
