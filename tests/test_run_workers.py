@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import signal
+import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -195,6 +196,30 @@ def test_a_worker_killed_half_way_loses_only_its_group_and_a_rerun_finishes_the_
         assert_each_case_once(store, batch)
         assert summary.taken_in == CASES - len(taken)
         assert summary.final + summary.open_items == CASES
+
+
+def test_a_worker_that_dies_is_named_with_how_it_ended_even_if_reaped_late(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # its answer pipe closes before the process has ended: the run waits for it to
+    # end, so the error says how (read too early, a loaded machine said "None")
+    batch = lines()
+    real_worker = Pipeline._worker
+
+    def lingering(self: Pipeline, batch_: Any, worker: int, workers: int, *rest: Any) -> None:
+        if worker == 1:
+            send = rest[1]
+            send.close()  # the parent reads end of file now
+            time.sleep(0.5)
+            os._exit(3)
+        real_worker(self, batch_, worker, workers, *rest)
+
+    with journal("sqlite", tmp_path) as store:
+        with monkeypatch.context() as patched:
+            patched.setattr(Pipeline, "_worker", lingering)
+            with pytest.raises(JournalError, match=r"worker 2 of 2: it ended with exit code 3\."):
+                pipeline(store, tmp_path).run_workers(lambda: batch, 2)
+        assert store.verify().ok
 
 
 def test_a_group_whose_case_another_writer_took_in_is_done_again_and_counted_once(

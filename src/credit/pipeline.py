@@ -495,6 +495,9 @@ class Pipeline:
             try:
                 answer = receive.recv()
             except EOFError:  # it died before it could answer (a kill)
+                # its pipe closes as it dies, before it is reaped: join, then read how
+                # it ended (read first, a loaded machine reported "exit code None")
+                process.join()
                 answer = ("stopped", f"it ended with exit code {process.exitcode}")
             process.join()
             if answer[0] == "done":
