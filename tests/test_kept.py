@@ -1,11 +1,24 @@
 """What is built once per immutable object (credit.kept): built once for each object
-while it lives, never shared with another object of equal value, and dropped with it."""
+while it lives, never shared with another object of equal value, and dropped with it;
+and the loaded data it is kept by is read-only all the way down (a mapping a loaded
+policy, catalogue, legal frame, bureau-formats file, fair-lending review or ethics
+pack holds refuses every change)."""
 
 from __future__ import annotations
 
 import gc
+import pickle
+from typing import Any
 
+import pytest
+
+from credit.bureau_formats import default_bureau_formats
+from credit.catalogue import default_catalogue
+from credit.governance.fair_lending import default_fair_lending_config
+from credit.governance.safety import default_ethics_pack
 from credit.kept import KeptPer
+from credit.legal_frame import default_frame
+from credit.policy import default_policy
 
 
 class _Thing:
@@ -55,3 +68,60 @@ def test_a_new_object_at_a_dead_ones_address_is_built_again() -> None:
     kept._kept[id(other)] = stale  # as if the old entry were still there
     assert kept(other) == 2
     assert built == [1, 2]
+
+
+# ---------------------------------------------------------------- read-only loaded data
+
+
+def _loaded_mappings() -> dict[str, Any]:
+    catalogue, frame, formats = default_catalogue(), default_frame(), default_bureau_formats()
+    return {
+        "policy parameters": default_policy().params,
+        "catalogue entries": catalogue.entries,
+        "catalogue product names": catalogue.product_names,
+        "catalogue bureau codes": catalogue.by_bureau_code,
+        "frame texts": frame.texts,
+        "frame references": frame.references,
+        "bureau key factors": formats.key_factors,
+        "bureau fields": formats.fields,
+        "a key factor's units": next(f.units for f in formats.key_factors.values() if f.units),
+        "fair-lending review parameters": default_fair_lending_config().params,
+        "an ethics commitment's parameters": next(
+            c.parameters for c in default_ethics_pack().commitments if c.parameters
+        ),
+    }
+
+
+@pytest.mark.parametrize("name", list(_loaded_mappings()))
+def test_the_loaded_datas_mappings_refuse_every_change(name: str) -> None:
+    mapping = _loaded_mappings()[name]
+    key = next(iter(mapping))
+    before = dict(mapping)
+    changes = [
+        lambda: mapping.__setitem__(key, mapping[key]),
+        lambda: mapping.__delitem__(key),
+        lambda: mapping.update({key: mapping[key]}),
+        lambda: mapping.pop(key),
+        lambda: mapping.popitem(),
+        lambda: mapping.setdefault("a new key", None),
+        lambda: mapping.clear(),
+        lambda: mapping.__ior__({}),
+    ]
+    for change in changes:
+        with pytest.raises(TypeError, match="read-only"):
+            change()
+    assert dict(mapping) == before
+
+
+@pytest.mark.parametrize("name", list(_loaded_mappings()))
+def test_the_loaded_datas_mappings_read_copy_and_pickle_as_dicts(name: str) -> None:
+    mapping = _loaded_mappings()[name]
+    assert isinstance(mapping, dict)
+    assert {**mapping} == dict(mapping) == mapping
+    copied = {**mapping, "a new key": None}  # a version with other values: a plain dict
+    copied["another"] = None
+    again = pickle.loads(pickle.dumps(mapping))
+    assert again == mapping
+    assert type(again) is type(mapping)
+    with pytest.raises(TypeError, match="read-only"):
+        again["a new key"] = None

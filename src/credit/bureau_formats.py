@@ -32,6 +32,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from credit.errors import PolicyError
+from credit.kept import read_only_fields
 from credit.yamldata import expect_keys, load_yaml, read_source, read_str, versioned
 
 __all__ = [
@@ -97,6 +98,9 @@ class KeyFactorFormat:
     reference: str
     pattern: re.Pattern[str]
 
+    def __post_init__(self) -> None:
+        read_only_fields(self, "units")
+
     def describe(self) -> str:
         """The format in words, with its example: ``a whole percentage such as "59%"``."""
         words = _KIND_WORDS[self.kind]
@@ -128,6 +132,9 @@ class BureauFormats:
     sha256: str
     key_factors: Mapping[str, KeyFactorFormat]
     fields: Mapping[str, FieldFormat]
+
+    def __post_init__(self) -> None:
+        read_only_fields(self, "key_factors", "fields")
 
     def check_key_factor(self, code: str, value: str) -> str | None:
         """None when ``value`` is in the format of key-factor ``code``, else what is wrong."""

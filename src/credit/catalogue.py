@@ -18,11 +18,12 @@ from collections.abc import Mapping
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from credit.errors import PolicyError
+from credit.kept import ReadOnlyDict, read_only
 from credit.yamldata import expect_keys, load_yaml, read_source, read_str, versioned
 
 __all__ = [
@@ -96,6 +97,12 @@ class Catalogue(_Frozen):
     product_names: Mapping[str, str]
     entries: Mapping[str, ReasonEntry]
     by_bureau_code: Mapping[str, str]
+
+    @field_validator("product_names", "entries", "by_bureau_code", mode="after")
+    @classmethod
+    def _read_only(cls, value: Mapping[str, Any]) -> ReadOnlyDict[str, Any]:
+        """Read-only (the verifier keeps answers per pinned catalogue)."""
+        return read_only(value)
 
     def __getitem__(self, code: str) -> ReasonEntry:
         return self.entries[code]

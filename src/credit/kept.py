@@ -1,4 +1,5 @@
-"""What is built once per immutable object (a loaded policy), and kept while it lives.
+"""What is built once per immutable object (a loaded policy), and kept while it lives;
+and the read-only mapping that keeps such an object immutable all the way down.
 
 A :class:`~credit.policy.Policy` is immutable, so what is derived from it alone (the
 views a step reads, the figures a reason states that every file shares) never goes
@@ -10,13 +11,15 @@ keeps nothing for those it dropped."""
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
-from typing import Generic, TypeVar
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, TypeVar
 
-__all__ = ["KeptPer"]
+__all__ = ["KeptPer", "ReadOnlyDict", "read_only", "read_only_fields"]
 
 _Of = TypeVar("_Of")
 _Built = TypeVar("_Built")
+_Key = TypeVar("_Key")
+_Value = TypeVar("_Value")
 
 
 class KeptPer(Generic[_Of, _Built]):
@@ -34,3 +37,39 @@ class KeptPer(Generic[_Of, _Built]):
         built = self._build(obj)
         kept[key] = (weakref.ref(obj, lambda _: kept.pop(key, None)), built)
         return built
+
+
+class ReadOnlyDict(dict[_Key, _Value]):
+    """A mapping of loaded data (a policy's parameters, the catalogue's entries, the
+    legal frame's texts) that refuses every change once made: what is derived from the
+    object that holds it is kept by that object (above, and the verifier's answers
+    kept per pinned data), so its data cannot change under what was kept. A version
+    with other values is another object, built from a copy (``{**mapping, key: ...}``
+    is a plain dict). A dict otherwise: it reads, compares, copies into a dict and
+    pickles (to another process) as one."""
+
+    __slots__ = ()
+    _REFUSAL = (
+        "read-only: loaded data is not changed in place; a version with other values "
+        "is another object, built from a copy"
+    )
+
+    def _read_only(self, *_: object, **__: object) -> Any:
+        raise TypeError(self._REFUSAL)
+
+    __setitem__ = __delitem__ = __ior__ = _read_only
+    clear = pop = popitem = setdefault = update = _read_only
+
+    def __reduce__(self) -> tuple[type[ReadOnlyDict[_Key, _Value]], tuple[dict[_Key, _Value]]]:
+        return type(self), (dict(self),)
+
+
+def read_only(mapping: Mapping[_Key, _Value]) -> ReadOnlyDict[_Key, _Value]:
+    """``mapping`` as a read-only dict (itself when it is one)."""
+    return mapping if isinstance(mapping, ReadOnlyDict) else ReadOnlyDict(mapping)
+
+
+def read_only_fields(record: object, *names: str) -> None:
+    """A frozen dataclass's mappings made read-only (called from its ``__post_init__``)."""
+    for name in names:
+        object.__setattr__(record, name, read_only(getattr(record, name)))

@@ -22,9 +22,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from credit.errors import PolicyError
+from credit.kept import read_only
 from credit.yamldata import (
     expect_keys,
     load_yaml,
@@ -148,6 +149,12 @@ class LegalFrame(_Frozen):
     offer_valid_days: int
     max_key_factors: int
     inquiries_bureau_codes: tuple[str, ...]
+
+    @field_validator("texts", "references", mode="after")
+    @classmethod
+    def _read_only(cls, value: dict[str, str]) -> dict[str, str]:
+        """Read-only (the verifier keeps answers per pinned frame)."""
+        return read_only(value)
 
     def __getitem__(self, key: str) -> str:
         return self.texts[key]

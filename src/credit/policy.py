@@ -23,6 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from credit.errors import PolicyError
+from credit.kept import ReadOnlyDict
 from credit.yamldata import (
     expect_keys,
     load_yaml,
@@ -236,27 +237,17 @@ class ProductPolicy(_Frozen):
     payment_pct_of_line: Param | None = None  # card
 
 
-class Params(dict[str, Param]):
-    """A policy's parameters by key, read-only: what is derived from a loaded policy
-    (the underwriter's lookups, the figures a reason states, a batch plan) is kept by
-    the policy object, so its parameters cannot change under it. A policy with other
-    values is another policy: load it, or build one (``{**policy.params, key: ...}``
-    makes a plain dict to build it from). A dict otherwise: it reads, copies into a
-    dict and pickles (to another process) as one."""
+class Params(ReadOnlyDict[str, Param]):
+    """A policy's parameters by key, read-only (:class:`~credit.kept.ReadOnlyDict`): the
+    underwriter's lookups, the figures a reason states and a batch plan are kept by the
+    policy object, so its parameters cannot change under them. A policy with other
+    values is another policy: load it, or build it from ``{**policy.params, key: ...}``."""
 
     __slots__ = ()
-
-    def _read_only(self, *_: object, **__: object) -> Any:
-        raise TypeError(
-            "a policy's parameters are read-only: a policy with other values is another "
-            "policy (load it, or build it from {**policy.params, ...})"
-        )
-
-    __setitem__ = __delitem__ = __ior__ = _read_only
-    clear = pop = popitem = setdefault = update = _read_only
-
-    def __reduce__(self) -> tuple[type[Params], tuple[dict[str, Param]]]:
-        return Params, (dict(self),)
+    _REFUSAL = (
+        "a policy's parameters are read-only: a policy with other values is another "
+        "policy (load it, or build it from {**policy.params, ...})"
+    )
 
 
 class Policy(_Frozen):
@@ -275,7 +266,7 @@ class Policy(_Frozen):
     @field_validator("params", mode="after")
     @classmethod
     def _read_only_params(cls, value: Mapping[str, Param]) -> Params:
-        return value if type(value) is Params else Params(value)
+        return value if isinstance(value, Params) else Params(value)
 
     def __getitem__(self, key: str) -> Param:
         try:

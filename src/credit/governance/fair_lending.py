@@ -28,6 +28,7 @@ from pydantic import ValidationError
 from credit.errors import InputError, PolicyError
 from credit.journal.base import Entry, Store
 from credit.journal.naming import decision_id_of, names_decision
+from credit.kept import read_only_fields
 from credit.kinds import DECISION_KINDS, KEYSTONE_REJECTED
 from credit.models import DECISIONS, Decision, MonitoringData, parse_decision
 from credit.policy import Param, parameter_tree, read_parameters
@@ -185,6 +186,9 @@ class FairLendingConfig:
     source: str
     sha256: str
     params: Mapping[str, Param]
+
+    def __post_init__(self) -> None:
+        read_only_fields(self, "params")
 
     def __getitem__(self, key: str) -> Param:
         try:

@@ -50,6 +50,7 @@ from credit.governance.refusal import (
     violated_runtime_checkable,
 )
 from credit.journal.base import Entry, Store
+from credit.kept import read_only_fields
 from credit.models import Decision, parse_decision
 from credit.policy import Param
 from credit.yamldata import (
@@ -239,6 +240,9 @@ class Commitment:
     reference: str
     check: str
     parameters: Mapping[str, Param]
+
+    def __post_init__(self) -> None:
+        read_only_fields(self, "parameters")
 
     def __getitem__(self, name: str) -> Any:
         return self.parameters[name].value
