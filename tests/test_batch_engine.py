@@ -292,3 +292,18 @@ def test_a_plan_made_from_another_starts_with_nothing_kept(tmp_path: Path) -> No
     other = dataclasses.replace(plan, max_reasons=plan.max_reasons - 1)
     assert other.kept("a test's table", lambda: "its own") == "its own"
     assert plan.kept("a test's table", lambda: "not made again") == "the first plan's"
+
+
+def test_a_plan_is_made_once_per_policy_and_catalogue(tmp_path: Path) -> None:
+    from credit.batch import plan as plans
+    from credit.catalogue import default_catalogue, load_catalogue
+
+    policy = policy_with({}, tmp_path)
+    catalogue = default_catalogue()
+    other = load_catalogue(catalogue.source)  # the same file, another object
+    first = plans.plan_for(policy, catalogue)
+    assert plans.plan_for(policy, catalogue) is first
+    assert plans.plan_for(policy) is first  # the default catalogue is that object
+    assert plans.plan_for(policy, other) is not first
+    assert plans.plan_for(policy, other) is plans.plan_for(policy, other)
+    assert plans.plan_for(policy_with({}, tmp_path, "another"), catalogue) is not first

@@ -23,7 +23,9 @@ _Value = TypeVar("_Value")
 
 
 class KeptPer(Generic[_Of, _Built]):
-    """``build(obj)``, built once for each object while it lives."""
+    """``build(obj)``, built once for each object while it lives. What is built must
+    not hold the object itself, or the object never goes and neither does its entry
+    (a batch plan holds its policy: a policy planned is kept for the process's life)."""
 
     def __init__(self, build: Callable[[_Of], _Built]) -> None:
         self._build = build
@@ -64,9 +66,15 @@ class ReadOnlyDict(dict[_Key, _Value]):
         return type(self), (dict(self),)
 
 
-def read_only(mapping: Mapping[_Key, _Value]) -> ReadOnlyDict[_Key, _Value]:
-    """``mapping`` as a read-only dict (itself when it is one)."""
-    return mapping if isinstance(mapping, ReadOnlyDict) else ReadOnlyDict(mapping)
+_ReadOnly = TypeVar("_ReadOnly", bound=ReadOnlyDict[Any, Any])
+
+
+def read_only(
+    mapping: Mapping[Any, Any],
+    kind: type[_ReadOnly] = ReadOnlyDict,  # type: ignore[assignment]
+) -> _ReadOnly:
+    """``mapping`` as a read-only dict of ``kind`` (itself when it is one)."""
+    return mapping if isinstance(mapping, kind) else kind(mapping)
 
 
 def read_only_fields(record: object, *names: str) -> None:

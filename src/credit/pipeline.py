@@ -495,11 +495,10 @@ class Pipeline:
             try:
                 answer = receive.recv()
             except EOFError:  # it died before it could answer (a kill)
-                # its pipe closes as it dies, before it is reaped: join, then read how
-                # it ended (read first, a loaded machine reported "exit code None")
-                process.join()
+                answer = None
+            process.join()  # its pipe closes as it dies, before it is reaped
+            if answer is None:  # how it ended, once reaped (before, it reads None)
                 answer = ("stopped", f"it ended with exit code {process.exitcode}")
-            process.join()
             if answer[0] == "done":
                 part, last_seqs, pending = answer[1:]
                 summary.absorb(part)

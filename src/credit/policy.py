@@ -23,7 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from credit.errors import PolicyError
-from credit.kept import ReadOnlyDict
+from credit.kept import ReadOnlyDict, read_only
 from credit.yamldata import (
     expect_keys,
     load_yaml,
@@ -266,7 +266,7 @@ class Policy(_Frozen):
     @field_validator("params", mode="after")
     @classmethod
     def _read_only_params(cls, value: Mapping[str, Param]) -> Params:
-        return value if isinstance(value, Params) else Params(value)
+        return read_only(value, Params)
 
     def __getitem__(self, key: str) -> Param:
         try:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -39,6 +38,7 @@ from typing import Any, TypeVar
 
 from credit.catalogue import Catalogue, default_catalogue
 from credit.errors import PolicyError
+from credit.kept import KeptPer
 from credit.policy import BANDS, Policy
 from credit.underwriting.capacity import payment_factor
 
@@ -221,17 +221,16 @@ def _build(policy: Policy, catalogue: Catalogue) -> BatchPlan:
     )
 
 
-_PLANS: dict[tuple[int, int], tuple[weakref.ref[Policy], Catalogue, BatchPlan]] = {}
+# each policy object's plans, by catalogue (the catalogue held with its plan, so its id
+# stands for it while the entry does); dropped with the policy
+_PLANS: KeptPer[Policy, dict[int, tuple[Catalogue, BatchPlan]]] = KeptPer(lambda _: {})
 
 
 def plan_for(policy: Policy, catalogue: Catalogue | None = None) -> BatchPlan:
     """The plan of a policy (built once per policy and catalogue object)."""
     catalogue = catalogue or default_catalogue()
-    key = (id(policy), id(catalogue))
-    entry = _PLANS.get(key)
-    if entry is not None and entry[0]() is policy and entry[1] is catalogue:
-        return entry[2]
-    plan = _build(policy, catalogue)
-    plans = _PLANS  # the callback may run at shutdown, after module globals are cleared
-    _PLANS[key] = (weakref.ref(policy, lambda _: plans.pop(key, None)), catalogue, plan)
-    return plan
+    plans = _PLANS(policy)
+    entry = plans.get(id(catalogue))
+    if entry is None:
+        entry = plans[id(catalogue)] = (catalogue, _build(policy, catalogue))
+    return entry[1]
