@@ -48,46 +48,31 @@ class Facts:
     missing: Mapping[str, str] = field(default_factory=dict)  # field -> why the file lacks it
 
 
-@dataclass(frozen=True, slots=True)
-class _PolicyFigures:
-    """The figures a policy states for one product, the same for every file (written
-    once per policy object: :data:`_figures`)."""
-
-    min_score: str
-    max_dti_pct: str
-    min_tradelines: str
-    min_history_months: str
-    margin_low_dti_pct: str
-    margin_top_score: str
-    max_ltv_pct: str | None  # auto only
-    margin_low_ltv_pct: str | None
-
-
-def _policy_figures(policy: Policy) -> dict[str, _PolicyFigures]:
+def _policy_figures(policy: Policy) -> dict[str, dict[str, str]]:
+    """By product, the figures a policy states the same for every file (written once
+    per policy object: :data:`_figures`); the top of the score margin is stated only
+    for a file with a score."""
     figures = {}
     for product in ("auto", "card"):
         p = f"products.{product}"
-        max_dti = policy[f"{p}.maxDtiPct"].value
-        auto = product == "auto"
-        max_ltv = policy["products.auto.maxLtvPct"].value if auto else None
-        figures[product] = _PolicyFigures(
-            min_score=str(policy[f"{p}.minScore"].value),
-            max_dti_pct=str(max_dti),
-            min_tradelines=str(policy["thinFile.minTradelines"].value),
-            min_history_months=str(policy["thinFile.minHistoryMonths"].value),
-            margin_low_dti_pct=str(max_dti - policy["margins.dtiPct"].value),
-            margin_top_score=str(
-                policy[f"{p}.minScore"].value + policy["margins.scorePoints"].value
-            ),
-            max_ltv_pct=None if max_ltv is None else str(max_ltv),
-            margin_low_ltv_pct=(
-                None if max_ltv is None else str(max_ltv - policy["margins.ltvPct"].value)
-            ),
-        )
+        min_score, max_dti = policy[f"{p}.minScore"].value, policy[f"{p}.maxDtiPct"].value
+        shared = {
+            "minScore": str(min_score),
+            "maxDtiPct": str(max_dti),
+            "minTradelines": str(policy["thinFile.minTradelines"].value),
+            "minHistoryMonths": str(policy["thinFile.minHistoryMonths"].value),
+            "marginLowDtiPct": str(max_dti - policy["margins.dtiPct"].value),
+            "marginTopScore": str(min_score + policy["margins.scorePoints"].value),
+        }
+        if product == "auto":
+            max_ltv = policy["products.auto.maxLtvPct"].value
+            shared["maxLtvPct"] = str(max_ltv)
+            shared["marginLowLtvPct"] = str(max_ltv - policy["margins.ltvPct"].value)
+        figures[product] = shared
     return figures
 
 
-_figures: KeptPer[Policy, dict[str, _PolicyFigures]] = KeptPer(_policy_figures)
+_figures: KeptPer[Policy, dict[str, dict[str, str]]] = KeptPer(_policy_figures)
 _NO_VEHICLE = "a card application has no vehicle"
 _NO_SCORE = "the bureau returned no score"
 
@@ -104,35 +89,27 @@ def file_facts(
     """The facts of one case file under a policy; ``dti_pct``/``ltv_pct`` are the
     figures the decision states (the request's, as the policy computes them)."""
     product = application.product
-    fixed = _figures(policy)[product]
     values: dict[str, str] = {
         "productName": catalogue.product_names[product],
-        "minScore": fixed.min_score,
+        **_figures(policy)[product],
         "dtiPct": str(dti_pct),
-        "maxDtiPct": fixed.max_dti_pct,
         "tradelines": str(report.tradelines),
         "historyMonths": str(report.history_months),
-        "minTradelines": fixed.min_tradelines,
-        "minHistoryMonths": fixed.min_history_months,
         "bureauName": report.bureau.name,
         "annualIncome": format_money(application.annual_income),
         "monthlyDebtPayments": format_money(application.monthly_debt_payments),
-        "marginLowDtiPct": fixed.margin_low_dti_pct,
     }
     missing: dict[str, str] = {}
     if report.score is not None:
         values["score"] = str(report.score)
-        values["marginTopScore"] = fixed.margin_top_score
     else:
+        del values["marginTopScore"]
         missing["score"] = _NO_SCORE
         missing["marginTopScore"] = _NO_SCORE
     if product == "auto":
         assert application.vehicle_value is not None and application.requested_amount is not None
-        assert fixed.max_ltv_pct is not None and fixed.margin_low_ltv_pct is not None
         values["vehicleValue"] = format_money(application.vehicle_value)
         values["requestedAmount"] = format_money(application.requested_amount)
-        values["maxLtvPct"] = fixed.max_ltv_pct
-        values["marginLowLtvPct"] = fixed.margin_low_ltv_pct
         if ltv_pct is not None:
             values["ltvPct"] = str(ltv_pct)
     else:
