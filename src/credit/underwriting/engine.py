@@ -123,7 +123,6 @@ class _Context:
     lk: _Lookups
     figures: Figures
     basis: list[str] = field(default_factory=list)
-    margins: dict[str, Decimal] = field(default_factory=dict)
     searched: bool = False  # the counteroffer search has run (its result is ``offer``)
     offer: Counteroffer | None = None
     # the margin rule's reasons and the basis lines it states (judged once a case)
