@@ -469,7 +469,7 @@ def _values(node: Any, parts: list[str], path: str) -> Iterator[tuple[str, Any]]
         for i, item in enumerate(node):
             yield from _values(item, parts, f"{path}[{i}]")
         return
-    if isinstance(node, Mapping) and parts[0] in node:
+    if (type(node) is dict or isinstance(node, Mapping)) and parts[0] in node:
         yield from _values(node[parts[0]], parts[1:], _join(path, parts[0]))
 
 

@@ -474,10 +474,12 @@ def _may_hold_json(value: Any) -> bool:
         if isinstance(item, str):
             if _opens_json(item):
                 return True
-        elif isinstance(item, Mapping):
+        elif type(item) is dict:
             stack.extend(item.values())
         elif isinstance(item, (list, tuple)):
             stack.extend(item)
+        elif item is not None and type(item) is not int and isinstance(item, Mapping):
+            stack.extend(item.values())  # (the ABC check of Mapping last: it is slow)
     return False
 
 

@@ -34,6 +34,7 @@ import json
 import re
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, Literal, NamedTuple, TypeVar, cast
 
 from credit.fairness_terms import (
@@ -95,6 +96,11 @@ class Redacted(NamedTuple):
 
     value: Any
     redactions: list[Redaction]
+
+
+# Leaves the walk hands back as they are (a str is read; anything else of these kinds
+# holds no field and no text)
+_SCALARS: frozenset[type] = frozenset({int, bool, float, Decimal, type(None)})
 
 
 def _join(path: str, key: str) -> str:
@@ -220,7 +226,9 @@ class FairLendingGuard:
         kind = type(value)
         if kind is str:  # the commonest leaf first (a str is never a container)
             return self._leaf(value, path, found, remove=remove, read_values=read_values, key=key)
-        if kind is dict or isinstance(value, Mapping):
+        if kind in _SCALARS:  # a leaf that is no text (before the ABC check of Mapping)
+            return value
+        if kind is dict or (kind is not list and isinstance(value, Mapping)):
             out: dict[Any, Any] = {}
             for name, item in value.items():
                 hit = self.basis_of(name) if isinstance(name, str) else None

@@ -84,6 +84,13 @@ TOOL_DESCRIPTIONS: Final = {
 def jsonable(value: Any) -> Any:
     """A JSON-safe copy: Decimals as exact decimal strings, dates as ISO text, tuples as
     lists."""
+    kind = type(value)  # the commonest kinds first, without the ABC check of Mapping
+    if kind is str or kind is int or value is None:
+        return value
+    if kind is dict:
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if kind is list:
+        return [jsonable(v) for v in value]
     if isinstance(value, Decimal):
         return format(value, "f")
     if isinstance(value, dt.date):
