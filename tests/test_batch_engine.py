@@ -307,3 +307,23 @@ def test_a_plan_is_made_once_per_policy_and_catalogue(tmp_path: Path) -> None:
     assert plans.plan_for(policy, other) is not first
     assert plans.plan_for(policy, other) is plans.plan_for(policy, other)
     assert plans.plan_for(policy_with({}, tmp_path, "another"), catalogue) is not first
+
+
+def test_a_planned_policy_is_let_go_once_others_are_planned(tmp_path: Path) -> None:
+    # a plan holds its policy, so its entry keeps it alive: only the policies planned
+    # most recently are kept, and one planned before them goes when nothing holds it
+    import gc
+    import weakref
+
+    from credit.batch import plan as plans
+
+    policy = policy_with({}, tmp_path)
+    plans.plan_for(policy)
+    gone = weakref.ref(policy)
+    del policy
+    gc.collect()
+    assert gone() is not None  # kept with its plan
+    for n in range(plans.PLANNED_POLICIES):
+        plans.plan_for(policy_with({}, tmp_path, f"other-{n}"))
+    gc.collect()
+    assert gone() is None

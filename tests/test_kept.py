@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import pickle
+import weakref
 from typing import Any
 
 import pytest
@@ -68,6 +69,29 @@ def test_a_new_object_at_a_dead_ones_address_is_built_again() -> None:
     kept._kept[id(other)] = stale  # as if the old entry were still there
     assert kept(other) == 2
     assert built == [1, 2]
+
+
+def test_what_holds_its_object_is_kept_for_the_most_recent_objects_only() -> None:
+    # a plan holds its policy: without a bound, no policy planned would ever go
+    kept = KeptPer(lambda thing: (thing, thing.value), most=2)
+    first, second, third = _Thing(1), _Thing(2), _Thing(3)
+    alive = weakref.ref(first)
+    kept(first), kept(second)
+    assert kept(first)[1] == 1  # used again: now the most recent
+    kept(third)  # past the bound: the least recently used (second) is let go
+    assert set(kept._kept) == {id(first), id(third)}
+    del first
+    gc.collect()
+    assert alive() is not None  # its entry holds it, as the bound allows
+    for value in range(4, 6):
+        kept(_Thing(value))
+    gc.collect()
+    assert alive() is None and len(kept._kept) == 2
+
+
+def test_a_bound_below_one_is_refused() -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        KeptPer(lambda thing: thing, most=0)
 
 
 # ---------------------------------------------------------------- read-only loaded data

@@ -23,22 +23,42 @@ _Value = TypeVar("_Value")
 
 
 class KeptPer(Generic[_Of, _Built]):
-    """``build(obj)``, built once for each object while it lives. What is built must
-    not hold the object itself, or the object never goes and neither does its entry
-    (a batch plan holds its policy: a policy planned is kept for the process's life)."""
+    """``build(obj)``, built once for each object while it lives.
 
-    def __init__(self, build: Callable[[_Of], _Built]) -> None:
+    What is built may hold the object itself (a batch plan holds its policy): then the
+    entry keeps the object alive, and only ``most`` bounds what is kept: past that many
+    objects, the one used least recently is let go (its entry dropped, so the object
+    goes once nothing else holds it, and is built again if it comes back). Without
+    ``most``, what is built must not hold the object, or neither ever goes."""
+
+    def __init__(self, build: Callable[[_Of], _Built], *, most: int | None = None) -> None:
+        if most is not None and most < 1:
+            raise ValueError(f"most must be at least 1, not {most}")
         self._build = build
+        self._most = most
         self._kept: dict[int, tuple[weakref.ref[_Of], _Built]] = {}
 
     def __call__(self, obj: _Of) -> _Built:
-        entry = self._kept.get(id(obj))
+        key, kept = id(obj), self._kept  # (the callback may run at shutdown)
+        entry = kept.get(key)
         if entry is not None and entry[0]() is obj:
+            if self._most is not None:  # the most recently used last
+                kept[key] = kept.pop(key)
             return entry[1]
-        key, kept = id(obj), self._kept  # the callback may run at shutdown
         built = self._build(obj)
-        kept[key] = (weakref.ref(obj, lambda _: kept.pop(key, None)), built)
+        kept.pop(key, None)  # a dead object's entry at this address (its callback pending)
+        kept[key] = (weakref.ref(obj, lambda ref: _drop(kept, key, ref)), built)
+        if self._most is not None:
+            while len(kept) > self._most:
+                del kept[next(iter(kept))]
         return built
+
+
+def _drop(kept: dict[int, tuple[weakref.ref[Any], Any]], key: int, ref: weakref.ref[Any]) -> None:
+    """A dead object's entry taken out (not a newer object's at the same address)."""
+    entry = kept.get(key)
+    if entry is not None and entry[0] is ref:
+        del kept[key]
 
 
 class ReadOnlyDict(dict[_Key, _Value]):

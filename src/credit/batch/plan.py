@@ -222,8 +222,12 @@ def _build(policy: Policy, catalogue: Catalogue) -> BatchPlan:
 
 
 # each policy object's plans, by catalogue (the catalogue held with its plan, so its id
-# stands for it while the entry does); dropped with the policy
-_PLANS: KeptPer[Policy, dict[int, tuple[Catalogue, BatchPlan]]] = KeptPer(lambda _: {})
+# stands for it while the entry does). A plan holds its policy, so the entry keeps the
+# policy alive: the plans of the policies planned most recently are kept, no more.
+PLANNED_POLICIES = 8
+_PLANS: KeptPer[Policy, dict[int, tuple[Catalogue, BatchPlan]]] = KeptPer(
+    lambda _: {}, most=PLANNED_POLICIES
+)
 
 
 def plan_for(policy: Policy, catalogue: Catalogue | None = None) -> BatchPlan:
