@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import gc
 import pickle
+import sys
+import threading
 import weakref
 from typing import Any
 
@@ -87,6 +89,34 @@ def test_what_holds_its_object_is_kept_for_the_most_recent_objects_only() -> Non
         kept(_Thing(value))
     gc.collect()
     assert alive() is None and len(kept._kept) == 2
+
+
+def test_a_bounded_store_serves_many_threads_at_once() -> None:
+    # the service's threads share what is kept: a thread may switch between any two
+    # steps of another's (the switch interval made tiny so that they do)
+    things = [_Thing(value) for value in range(40)]
+    kept = KeptPer(lambda thing: (thing, thing.value), most=4)
+    errors: list[str] = []
+
+    def work(seed: int) -> None:
+        try:
+            for i in range(20_000):
+                thing = things[(i * 7 + seed) % len(things)]
+                assert kept(thing)[1] == thing.value
+        except Exception as err:  # what a thread met, reported below
+            errors.append(repr(err))
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=work, args=(seed,)) for seed in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == [] and len(kept._kept) <= 4
 
 
 def test_a_bound_below_one_is_refused() -> None:

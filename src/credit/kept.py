@@ -42,15 +42,16 @@ class KeptPer(Generic[_Of, _Built]):
         key, kept = id(obj), self._kept  # (the callback may run at shutdown)
         entry = kept.get(key)
         if entry is not None and entry[0]() is obj:
-            if self._most is not None:  # the most recently used last
-                kept[key] = kept.pop(key)
+            if self._most is not None and kept.pop(key, None) is not None:
+                kept[key] = entry  # the most recently used last
             return entry[1]
         built = self._build(obj)
         kept.pop(key, None)  # a dead object's entry at this address (its callback pending)
         kept[key] = (weakref.ref(obj, lambda ref: _drop(kept, key, ref)), built)
-        if self._most is not None:
-            while len(kept) > self._most:
-                del kept[next(iter(kept))]
+        if self._most is not None and len(kept) > self._most:
+            # (each step one operation on the dict: another thread may use it meanwhile)
+            for oldest in list(kept)[: len(kept) - self._most]:
+                kept.pop(oldest, None)
         return built
 
 
@@ -58,7 +59,7 @@ def _drop(kept: dict[int, tuple[weakref.ref[Any], Any]], key: int, ref: weakref.
     """A dead object's entry taken out (not a newer object's at the same address)."""
     entry = kept.get(key)
     if entry is not None and entry[0] is ref:
-        del kept[key]
+        kept.pop(key, None)
 
 
 class ReadOnlyDict(dict[_Key, _Value]):
