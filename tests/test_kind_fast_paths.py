@@ -15,11 +15,12 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from credit.canonical import is_mapping
 from credit.cases import _values
 from credit.governance import governor as seam
 from credit.governance.guard import FairLendingGuard
 from credit.kept import ReadOnlyDict
-from credit.lifecycle import _is_mapping, recorded_reasons
+from credit.lifecycle import recorded_reasons
 from credit.tools import jsonable
 
 
@@ -98,9 +99,9 @@ def test_every_walk_answers_other_mappings_and_tuples_as_it_answers_dicts_and_li
 
 def test_a_scalar_is_never_a_mapping_and_every_mapping_is_one() -> None:
     for scalar in (None, 0, 1, True, Decimal("1.5"), 2.5, "text", b"x", (), []):
-        assert not _is_mapping(scalar)
+        assert not is_mapping(scalar)
     for mapping in ({}, ReadOnlyDict(a=1), MappingProxyType({}), _Mapping({})):
-        assert _is_mapping(mapping)
+        assert is_mapping(mapping)
 
 
 def test_recorded_reasons_read_from_any_mapping() -> None:

@@ -51,6 +51,7 @@ from typing import IO, Any, Literal, NoReturn
 from pydantic import BaseModel, ConfigDict
 
 from credit.bureau_formats import BureauFormats, default_bureau_formats
+from credit.canonical import is_mapping
 from credit.errors import InputError, PolicyError
 from credit.models import Case, parse_case
 from credit.policy import Param, Policy, PolicyRegistry, parameter_tree, read_parameters
@@ -469,7 +470,7 @@ def _values(node: Any, parts: list[str], path: str) -> Iterator[tuple[str, Any]]
         for i, item in enumerate(node):
             yield from _values(item, parts, f"{path}[{i}]")
         return
-    if (type(node) is dict or isinstance(node, Mapping)) and parts[0] in node:
+    if is_mapping(node) and parts[0] in node:
         yield from _values(node[parts[0]], parts[1:], _join(path, parts[0]))
 
 

@@ -41,8 +41,9 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, TypeGuard
+from typing import Any, Final, Literal
 
+from credit.canonical import is_mapping
 from credit.errors import PolicyError
 from credit.governance.findings import Finding, Review
 from credit.journal.base import Entry
@@ -395,26 +396,20 @@ def recorded_reasons(
     return tuple(
         (str(r.get("code")), {str(k): str(v) for k, v in dict(r.get("values") or {}).items()})
         for r in listed
-        if _is_mapping(r)
+        if is_mapping(r)
     )
-
-
-def _is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
-    """isinstance(value, Mapping), a dict and None answered without the ABC's check
-    (slow next to the rest of folding an entry)."""
-    return type(value) is dict or (value is not None and isinstance(value, Mapping))
 
 
 def _current(entry: Entry, number: int) -> CurrentDecision:
     payload = entry.payload
     raw = payload.get("decision")
-    wire: Mapping[str, Any] = raw if _is_mapping(raw) else {}
+    wire: Mapping[str, Any] = raw if is_mapping(raw) else {}
     reasons = recorded_reasons(payload)
     offer = payload.get("offer")
     officer = payload.get("officer")
     by: str | None = None
     key_id: str | None = None
-    if _is_mapping(officer):
+    if is_mapping(officer):
         by = str(officer.get("name")) if officer.get("name") is not None else None
         key_id = str(officer.get("keyId")) if officer.get("keyId") is not None else None
     elif isinstance(payload.get("underwriter"), str):
@@ -423,7 +418,7 @@ def _current(entry: Entry, number: int) -> CurrentDecision:
         entry=entry,
         wire=wire,
         reasons=reasons,
-        offer=offer if _is_mapping(offer) else None,
+        offer=offer if is_mapping(offer) else None,
         by=by,
         key_id=key_id,
         number=number,

@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from credit.canonical import dumps, loads
+from credit.canonical import dumps, is_mapping, loads
 from credit.decision_record import CompletedDecision
 from credit.errors import SafetyBoundaryError
 from credit.fairness_terms import Match, ProhibitedTerms, default_prohibited_terms
@@ -474,12 +474,10 @@ def _may_hold_json(value: Any) -> bool:
         if isinstance(item, str):
             if _opens_json(item):
                 return True
-        elif type(item) is dict:
-            stack.extend(item.values())
         elif isinstance(item, (list, tuple)):
             stack.extend(item)
-        elif item is not None and type(item) is not int and isinstance(item, Mapping):
-            stack.extend(item.values())  # (the ABC check of Mapping last: it is slow)
+        elif is_mapping(item):
+            stack.extend(item.values())
     return False
 
 
