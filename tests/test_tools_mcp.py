@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp_types import CallToolResult, TextContent
 
 from conftest import auto_case, card_case
 from credit.canonical import dumps
@@ -26,10 +27,11 @@ from credit.governance.onramp import intake
 from credit.governance.refusal import BOUNDARY_SECOND_RECORD_DECISION
 from credit.journal import InMemoryStore, Store, open_store
 from credit.journal.naming import decision_id
+from credit.kept import ReadOnlyDict, frozen_json
 from credit.models import parse_case
 from credit.policy import default_policy
 from credit.tools import TOOL_NAMES, CaseTools, ToolSession, build_server, jsonable, open_session
-from credit.tools.server import DIRECT_PROTOCOL
+from credit.tools.server import DIRECT_PROTOCOL, outcome_of
 from credit.underwriting import decide_case
 
 CREDIT = Path(sys.executable).with_name("credit")
@@ -698,3 +700,66 @@ def test_the_policy_is_written_once_for_every_turn_and_each_case_gets_its_own_fi
     # one policy text, two applications: a result that is not the shared one is written
     assert len(written) == 3
     assert sum(1 for value in written if value.get("caseId") is not None) == 2
+
+
+def test_a_result_text_that_comes_again_is_read_once_more_then_kept_read_only() -> None:
+    """The policy document is the same text in every turn of a run: the session reads
+    its JSON the second time it comes and keeps that, read-only all the way down, so
+    no caller can change what a later call is given (the first caller's copy is its
+    own); an application, a new text each case, is read every time."""
+    store = taken_in(auto_case(case_id="C-AGAIN"))
+
+    async def script(session: ToolSession) -> list[Any]:
+        return [await session.call(name) for name in ("get_policy",) * 3 + ("get_application",)]
+
+    first, second, third, app = in_session(tools_for(store, "C-AGAIN"), script)
+    assert first.text == second.text == third.text
+    assert dumps(first.data) == dumps(second.data) == first.text
+    assert type(first.data) is dict
+    first.data["sha256"] = "changed by the first caller"  # its own copy
+    assert second.data["sha256"] == default_policy().sha256
+    assert third.data is second.data  # kept: not read a third time
+    with pytest.raises(TypeError, match="read-only"):
+        second.data["sha256"] = "changed"
+    with pytest.raises(TypeError, match="read-only"):
+        second.data["parameters"]["products.auto.maxDtiPct"]["value"] = "99"
+    assert type(app.data) is dict
+
+
+def test_a_text_that_changes_between_calls_is_read_each_time() -> None:
+    """Only a text that comes again right after itself is kept: A, B, A reads each."""
+
+    def result(text: str) -> CallToolResult:
+        return CallToolResult(content=[TextContent(type="text", text=text)])
+
+    repeated: dict[str, tuple[str, Any]] = {}
+    texts = ['{"a":[1,2]}', '{"b":{"c":"3.10"}}', '{"a":[1,2]}', '{"a":[1,2]}', '{"a":[1,2]}']
+    outcomes = [outcome_of("t", result(text), repeated) for text in texts]
+    assert [type(o.data) for o in outcomes] == [dict, dict, dict, ReadOnlyDict, ReadOnlyDict]
+    assert outcomes[3].data == {"a": (1, 2)} and outcomes[4].data is outcomes[3].data
+    assert [dumps(o.data) for o in outcomes] == texts
+    assert outcome_of("t", result("not json"), repeated).data is None
+    assert outcome_of("t", result("not json"), repeated).data is None  # nothing kept
+
+
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(),
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+        max_leaves=20,
+    )
+)
+def test_frozen_json_writes_as_the_value_and_nothing_in_it_can_change(value: Any) -> None:
+    frozen = frozen_json(value)
+    assert dumps(frozen) == dumps(value)
+    stack = [frozen]
+    while stack:
+        item = stack.pop()
+        assert not isinstance(item, list)
+        if isinstance(item, dict):
+            assert isinstance(item, ReadOnlyDict)
+            with pytest.raises(TypeError):
+                item["new key"] = 1
+            stack += item.values()
+        elif isinstance(item, tuple):
+            stack += item

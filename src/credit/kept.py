@@ -14,7 +14,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
-__all__ = ["KeptPer", "ReadOnlyDict", "read_only", "read_only_fields"]
+__all__ = ["KeptPer", "ReadOnlyDict", "frozen_json", "read_only", "read_only_fields"]
 
 _Of = TypeVar("_Of")
 _Built = TypeVar("_Built")
@@ -102,3 +102,13 @@ def read_only_fields(record: object, *names: str) -> None:
     """A frozen dataclass's mappings made read-only (called from its ``__post_init__``)."""
     for name in names:
         object.__setattr__(record, name, read_only(getattr(record, name)))
+
+
+def frozen_json(value: Any) -> Any:
+    """A JSON value read-only all the way down: each object a :class:`ReadOnlyDict`,
+    each array a tuple; strings, numbers, booleans and null as they are."""
+    if isinstance(value, dict):
+        return ReadOnlyDict({key: frozen_json(item) for key, item in value.items()})
+    if isinstance(value, (list, tuple)):
+        return tuple([frozen_json(item) for item in value])
+    return value

@@ -33,6 +33,7 @@ from opentelemetry import trace
 
 from credit.canonical import dumps, loads
 from credit.errors import CreditError
+from credit.kept import frozen_json
 from credit.tools.governed import TOOL_DESCRIPTIONS, CaseTools
 
 __all__ = [
@@ -187,16 +188,37 @@ class ToolOutcome:
     text: str  # the text content (the error message for an error)
 
 
-def outcome_of(tool: str, result: CallToolResult) -> ToolOutcome:
+_UNREAD: Any = object()  # a text seen once, whose JSON is not kept
+
+
+def outcome_of(
+    tool: str, result: CallToolResult, repeated: dict[str, tuple[str, Any]] | None = None
+) -> ToolOutcome:
+    """The result as the underwriter receives it: its text, and the JSON read from it.
+
+    ``repeated`` (a session's, per tool: the last text and, once the same text came
+    again, its JSON): a text that comes again, as the policy document does in every
+    turn of a run, is read once more and then kept, read-only all the way down
+    (:func:`credit.kept.frozen_json`), so a caller cannot change what a later call
+    is given; any other text is read each time it comes."""
     text = "".join(block.text for block in result.content if isinstance(block, TextContent))
     if result.is_error:
         return ToolOutcome(tool, False, None, text)
     data: Any = result.structured_content
     if data is None:
+        last = repeated.get(tool) if repeated is not None else None
+        if last is not None and last[1] is not _UNREAD and last[0] == text:
+            return ToolOutcome(tool, True, last[1], text)
         try:
             data = loads(text)
         except ValueError:
             data = None
+        if repeated is not None:
+            if last is not None and last[0] == text:  # the second time: kept
+                data = frozen_json(data)
+                repeated[tool] = (text, data)
+            else:
+                repeated[tool] = (text, _UNREAD)
     return ToolOutcome(tool, True, data, text)
 
 
@@ -205,13 +227,14 @@ class ToolSession:
 
     def __init__(self, client: Client) -> None:
         self.client = client
+        self._repeated: dict[str, tuple[str, Any]] = {}  # see outcome_of
 
     async def tool_names(self) -> list[str]:
         listed = await self.client.list_tools()
         return [tool.name for tool in listed.tools]
 
     async def call(self, name: str, arguments: dict[str, Any] | None = None) -> ToolOutcome:
-        return outcome_of(name, await self.client.call_tool(name, arguments or {}))
+        return outcome_of(name, await self.client.call_tool(name, arguments or {}), self._repeated)
 
 
 # The SDK's direct in-process path: the protocol version a session on it adopts.
