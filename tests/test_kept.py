@@ -19,7 +19,7 @@ from credit.bureau_formats import default_bureau_formats
 from credit.catalogue import default_catalogue
 from credit.governance.fair_lending import default_fair_lending_config
 from credit.governance.safety import default_ethics_pack
-from credit.kept import KeptPer
+from credit.kept import KeptPer, ReadOnlyList
 from credit.legal_frame import default_frame
 from credit.policy import default_policy
 
@@ -179,3 +179,30 @@ def test_the_loaded_datas_mappings_read_copy_and_pickle_as_dicts(name: str) -> N
     assert type(again) is type(mapping)
     with pytest.raises(TypeError, match="read-only"):
         again["a new key"] = None
+
+
+def test_a_read_only_array_refuses_every_change_and_reads_as_a_list() -> None:
+    items = ReadOnlyList([3, 1, [2]])
+    changes = [
+        lambda: items.__setitem__(0, 1),
+        lambda: items.__delitem__(0),
+        lambda: items.__iadd__([1]),
+        lambda: items.__imul__(2),
+        lambda: items.append(1),
+        lambda: items.extend([1]),
+        lambda: items.insert(0, 1),
+        lambda: items.pop(),
+        lambda: items.remove(3),
+        lambda: items.clear(),
+        lambda: items.sort(),
+        lambda: items.reverse(),
+    ]
+    for change in changes:
+        with pytest.raises(TypeError, match="read-only"):
+            change()
+    assert items == [3, 1, [2]] and isinstance(items, list)
+    assert type([*items, 4]) is list and type(items.copy()) is list  # copies are lists
+    again = pickle.loads(pickle.dumps(items))
+    assert again == items and type(again) is ReadOnlyList
+    with pytest.raises(TypeError, match="read-only"):
+        again.append(1)

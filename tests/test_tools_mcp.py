@@ -4,6 +4,7 @@ the commit exactly once; in process and over stdio (``credit mcp``)."""
 from __future__ import annotations
 
 import os
+import pickle
 import subprocess
 import sys
 from decimal import Decimal
@@ -27,7 +28,7 @@ from credit.governance.onramp import intake
 from credit.governance.refusal import BOUNDARY_SECOND_RECORD_DECISION
 from credit.journal import InMemoryStore, Store, open_store
 from credit.journal.naming import decision_id
-from credit.kept import ReadOnlyDict, frozen_json
+from credit.kept import ReadOnlyDict, ReadOnlyList, frozen_json
 from credit.models import parse_case
 from credit.policy import default_policy
 from credit.tools import TOOL_NAMES, CaseTools, ToolSession, build_server, jsonable, open_session
@@ -736,7 +737,8 @@ def test_a_text_that_changes_between_calls_is_read_each_time() -> None:
     texts = ['{"a":[1,2]}', '{"b":{"c":"3.10"}}', '{"a":[1,2]}', '{"a":[1,2]}', '{"a":[1,2]}']
     outcomes = [outcome_of("t", result(text), repeated) for text in texts]
     assert [type(o.data) for o in outcomes] == [dict, dict, dict, ReadOnlyDict, ReadOnlyDict]
-    assert outcomes[3].data == {"a": (1, 2)} and outcomes[4].data is outcomes[3].data
+    assert outcomes[3].data == {"a": [1, 2]} and outcomes[4].data is outcomes[3].data
+    assert type(outcomes[3].data["a"]) is ReadOnlyList
     assert [dumps(o.data) for o in outcomes] == texts
     assert outcome_of("t", result("not json"), repeated).data is None
     assert outcome_of("t", result("not json"), repeated).data is None  # nothing kept
@@ -749,17 +751,22 @@ def test_a_text_that_changes_between_calls_is_read_each_time() -> None:
         max_leaves=20,
     )
 )
-def test_frozen_json_writes_as_the_value_and_nothing_in_it_can_change(value: Any) -> None:
+def test_frozen_json_equals_and_writes_as_the_value_and_nothing_in_it_can_change(
+    value: Any,
+) -> None:
     frozen = frozen_json(value)
-    assert dumps(frozen) == dumps(value)
+    assert frozen == value and dumps(frozen) == dumps(value)
+    assert pickle.loads(pickle.dumps(frozen)) == value
     stack = [frozen]
     while stack:
         item = stack.pop()
-        assert not isinstance(item, list)
         if isinstance(item, dict):
-            assert isinstance(item, ReadOnlyDict)
-            with pytest.raises(TypeError):
+            assert type(item) is ReadOnlyDict
+            with pytest.raises(TypeError, match="read-only"):
                 item["new key"] = 1
             stack += item.values()
-        elif isinstance(item, tuple):
+        elif isinstance(item, list):
+            assert type(item) is ReadOnlyList
+            with pytest.raises(TypeError, match="read-only"):
+                item.append(1)
             stack += item

@@ -14,7 +14,14 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
-__all__ = ["KeptPer", "ReadOnlyDict", "frozen_json", "read_only", "read_only_fields"]
+__all__ = [
+    "KeptPer",
+    "ReadOnlyDict",
+    "ReadOnlyList",
+    "frozen_json",
+    "read_only",
+    "read_only_fields",
+]
 
 _Of = TypeVar("_Of")
 _Built = TypeVar("_Built")
@@ -87,6 +94,24 @@ class ReadOnlyDict(dict[_Key, _Value]):
         return type(self), (dict(self),)
 
 
+class ReadOnlyList(list[_Value]):
+    """A JSON array that refuses every change once made (what :func:`frozen_json`
+    gives for one): a list otherwise, so it reads, compares with a list, writes as
+    JSON and pickles as one."""
+
+    __slots__ = ()
+    _REFUSAL = ReadOnlyDict._REFUSAL
+
+    def _read_only(self, *_: object, **__: object) -> Any:
+        raise TypeError(self._REFUSAL)
+
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _read_only
+    append = extend = insert = pop = remove = clear = sort = reverse = _read_only
+
+    def __reduce__(self) -> tuple[type[ReadOnlyList[_Value]], tuple[list[_Value]]]:
+        return type(self), (list(self),)
+
+
 _ReadOnly = TypeVar("_ReadOnly", bound=ReadOnlyDict[Any, Any])
 
 
@@ -106,9 +131,10 @@ def read_only_fields(record: object, *names: str) -> None:
 
 def frozen_json(value: Any) -> Any:
     """A JSON value read-only all the way down: each object a :class:`ReadOnlyDict`,
-    each array a tuple; strings, numbers, booleans and null as they are."""
+    each array a :class:`ReadOnlyList` (so it still equals the value it was made from);
+    strings, numbers, booleans and null as they are."""
     if isinstance(value, dict):
         return ReadOnlyDict({key: frozen_json(item) for key, item in value.items()})
     if isinstance(value, (list, tuple)):
-        return tuple([frozen_json(item) for item in value])
+        return ReadOnlyList([frozen_json(item) for item in value])
     return value

@@ -199,8 +199,8 @@ def outcome_of(
     ``repeated`` (a session's, per tool: the last text and, once the same text came
     again, its JSON): a text that comes again, as the policy document does in every
     turn of a run, is read once more and then kept, read-only all the way down
-    (:func:`credit.kept.frozen_json`), so a caller cannot change what a later call
-    is given; any other text is read each time it comes."""
+    (:func:`credit.kept.frozen_json`: it still equals a fresh reading), so a caller
+    cannot change what a later call is given; any other text is read each time it comes."""
     text = "".join(block.text for block in result.content if isinstance(block, TextContent))
     if result.is_error:
         return ToolOutcome(tool, False, None, text)
