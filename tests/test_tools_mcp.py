@@ -741,7 +741,7 @@ def test_a_text_that_changes_between_calls_is_read_each_time() -> None:
     assert type(outcomes[3].data["a"]) is ReadOnlyList
     assert [dumps(o.data) for o in outcomes] == texts
     assert outcome_of("t", result("not json"), repeated).data is None
-    assert outcome_of("t", result("not json"), repeated).data is None  # nothing kept
+    assert outcome_of("t", result("not json"), repeated).data is None  # as read again
 
 
 @given(

@@ -69,14 +69,8 @@ def _drop(kept: dict[int, tuple[weakref.ref[Any], Any]], key: int, ref: weakref.
         kept.pop(key, None)
 
 
-class ReadOnlyDict(dict[_Key, _Value]):
-    """A mapping of loaded data (a policy's parameters, the catalogue's entries, the
-    legal frame's texts) that refuses every change once made: what is derived from the
-    object that holds it is kept by that object (above, and the verifier's answers
-    kept per pinned data), so its data cannot change under what was kept. A version
-    with other values is another object, built from a copy (``{**mapping, key: ...}``
-    is a plain dict). A dict otherwise: it reads, compares, copies into a dict and
-    pickles (to another process) as one."""
+class _Refuses:
+    """What a read-only container does when asked to change: refuses."""
 
     __slots__ = ()
     _REFUSAL = (
@@ -87,26 +81,32 @@ class ReadOnlyDict(dict[_Key, _Value]):
     def _read_only(self, *_: object, **__: object) -> Any:
         raise TypeError(self._REFUSAL)
 
-    __setitem__ = __delitem__ = __ior__ = _read_only
-    clear = pop = popitem = setdefault = update = _read_only
+
+class ReadOnlyDict(_Refuses, dict[_Key, _Value]):
+    """A mapping of loaded data (a policy's parameters, the catalogue's entries, the
+    legal frame's texts) that refuses every change once made: what is derived from the
+    object that holds it is kept by that object (above, and the verifier's answers
+    kept per pinned data), so its data cannot change under what was kept. A version
+    with other values is another object, built from a copy (``{**mapping, key: ...}``
+    is a plain dict). A dict otherwise: it reads, compares, copies into a dict and
+    pickles (to another process) as one."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = __ior__ = _Refuses._read_only
+    clear = pop = popitem = setdefault = update = _Refuses._read_only
 
     def __reduce__(self) -> tuple[type[ReadOnlyDict[_Key, _Value]], tuple[dict[_Key, _Value]]]:
         return type(self), (dict(self),)
 
 
-class ReadOnlyList(list[_Value]):
+class ReadOnlyList(_Refuses, list[_Value]):
     """A JSON array that refuses every change once made (what :func:`frozen_json`
     gives for one): a list otherwise, so it reads, compares with a list, writes as
     JSON and pickles as one."""
 
     __slots__ = ()
-    _REFUSAL = ReadOnlyDict._REFUSAL
-
-    def _read_only(self, *_: object, **__: object) -> Any:
-        raise TypeError(self._REFUSAL)
-
-    __setitem__ = __delitem__ = __iadd__ = __imul__ = _read_only
-    append = extend = insert = pop = remove = clear = sort = reverse = _read_only
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _Refuses._read_only
+    append = extend = insert = pop = remove = clear = sort = reverse = _Refuses._read_only
 
     def __reduce__(self) -> tuple[type[ReadOnlyList[_Value]], tuple[list[_Value]]]:
         return type(self), (list(self),)

@@ -184,7 +184,7 @@ class ToolOutcome:
 
     tool: str
     ok: bool
-    data: Any  # the parsed JSON result (None for an error)
+    data: Any  # the parsed JSON result (None for an error; read-only if kept: outcome_of)
     text: str  # the text content (the error message for an error)
 
 
