@@ -18,12 +18,12 @@ from collections.abc import Mapping
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict
 
 from credit.errors import PolicyError
-from credit.kept import ReadOnlyDict, read_only
+from credit.kept import READ_ONLY
 from credit.yamldata import expect_keys, load_yaml, read_source, read_str, versioned
 
 __all__ = [
@@ -94,15 +94,10 @@ class Catalogue(_Frozen):
     reference: str
     source: str
     sha256: str
-    product_names: Mapping[str, str]
-    entries: Mapping[str, ReasonEntry]
-    by_bureau_code: Mapping[str, str]
-
-    @field_validator("product_names", "entries", "by_bureau_code", mode="after")
-    @classmethod
-    def _read_only(cls, value: Mapping[str, Any]) -> ReadOnlyDict[str, Any]:
-        """Read-only (the verifier keeps answers per pinned catalogue)."""
-        return read_only(value)
+    # read-only: the verifier keeps answers per pinned catalogue
+    product_names: Annotated[Mapping[str, str], READ_ONLY]
+    entries: Annotated[Mapping[str, ReasonEntry], READ_ONLY]
+    by_bureau_code: Annotated[Mapping[str, str], READ_ONLY]
 
     def __getitem__(self, code: str) -> ReasonEntry:
         return self.entries[code]

@@ -14,7 +14,10 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
+from pydantic import AfterValidator
+
 __all__ = [
+    "READ_ONLY",
     "KeptPer",
     "ReadOnlyDict",
     "ReadOnlyList",
@@ -121,6 +124,10 @@ def read_only(
 ) -> _ReadOnly:
     """``mapping`` as a read-only dict of ``kind`` (itself when it is one)."""
     return mapping if isinstance(mapping, kind) else kind(mapping)
+
+
+# A pydantic field's mapping made read-only once validated (``Annotated[..., READ_ONLY]``).
+READ_ONLY = AfterValidator(read_only)
 
 
 def read_only_fields(record: object, *names: str) -> None:

@@ -20,12 +20,12 @@ import string
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict
 
 from credit.errors import PolicyError
-from credit.kept import read_only
+from credit.kept import READ_ONLY
 from credit.yamldata import (
     expect_keys,
     load_yaml,
@@ -144,17 +144,12 @@ class LegalFrame(_Frozen):
     reference: str
     source: str
     sha256: str
-    texts: dict[str, str]
-    references: dict[str, str]
+    # read-only: the verifier keeps answers per pinned frame
+    texts: Annotated[dict[str, str], READ_ONLY]
+    references: Annotated[dict[str, str], READ_ONLY]
     offer_valid_days: int
     max_key_factors: int
     inquiries_bureau_codes: tuple[str, ...]
-
-    @field_validator("texts", "references", mode="after")
-    @classmethod
-    def _read_only(cls, value: dict[str, str]) -> dict[str, str]:
-        """Read-only (the verifier keeps answers per pinned frame)."""
-        return read_only(value)
 
     def __getitem__(self, key: str) -> str:
         return self.texts[key]

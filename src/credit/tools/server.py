@@ -189,10 +189,11 @@ class ToolOutcome:
 
 
 _UNREAD: Any = object()  # a text seen once, whose JSON is not kept
+_NOTHING: tuple[str | None, Any] = (None, _UNREAD)  # no text seen yet
 
 
 def outcome_of(
-    tool: str, result: CallToolResult, repeated: dict[str, tuple[str, Any]] | None = None
+    tool: str, result: CallToolResult, repeated: dict[str, tuple[str | None, Any]] | None = None
 ) -> ToolOutcome:
     """The result as the underwriter receives it: its text, and the JSON read from it.
 
@@ -206,19 +207,18 @@ def outcome_of(
         return ToolOutcome(tool, False, None, text)
     data: Any = result.structured_content
     if data is None:
-        last = repeated.get(tool) if repeated is not None else None
-        if last is not None and last[1] is not _UNREAD and last[0] == text:
+        last = _NOTHING if repeated is None else repeated.get(tool, _NOTHING)
+        again = last[0] == text
+        if again and last[1] is not _UNREAD:
             return ToolOutcome(tool, True, last[1], text)
         try:
             data = loads(text)
         except ValueError:
             data = None
         if repeated is not None:
-            if last is not None and last[0] == text:  # the second time: kept
+            if again:  # the second time: kept
                 data = frozen_json(data)
-                repeated[tool] = (text, data)
-            else:
-                repeated[tool] = (text, _UNREAD)
+            repeated[tool] = (text, data if again else _UNREAD)
     return ToolOutcome(tool, True, data, text)
 
 
@@ -227,7 +227,7 @@ class ToolSession:
 
     def __init__(self, client: Client) -> None:
         self.client = client
-        self._repeated: dict[str, tuple[str, Any]] = {}  # see outcome_of
+        self._repeated: dict[str, tuple[str | None, Any]] = {}  # see outcome_of
 
     async def tool_names(self) -> list[str]:
         listed = await self.client.list_tools()
