@@ -54,6 +54,10 @@ def main(argv: list[str]) -> int:
     if argv:
         print("usage: run.py [--one benchmarks/bench_NAME.py]", file=sys.stderr)
         return 2
+    # The figures depend on the interpreter's build as much as on the code (the Makefile
+    # chooses it: docs/performance.md, "The interpreter"), so the run names it.
+    base = Path(getattr(sys, "_base_executable", sys.executable)).resolve()
+    print(f"interpreter: Python {sys.version.split()[0]}, {base} (in {sys.prefix})")
     failed = run_all()
     if failed:
         print(f"make bench: {len(failed)} benchmark(s) failed: {', '.join(failed)}")
