@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from credit import canonical
-from credit.canonical import canonical_bytes, dumps, loads, reference_dumps
+from credit.canonical import canonical_bytes, dumps, loads, normal_form, reference_dumps
 
 decimals = st.decimals(allow_nan=False, allow_infinity=False)
 scalars = (
@@ -114,6 +114,58 @@ def test_what_json_cannot_carry_is_refused(value: Any, error: type[Exception]) -
         dumps(value)
     with pytest.raises(error):
         reference_dumps(value)
+    with pytest.raises(error):
+        normal_form(value)
+
+
+# Keys whose order by code point differs from their order by UTF-16 code unit (an
+# astral character against one from U+E000 up), and strings orjson cannot write (a lone
+# surrogate): the normal form's text must still be the reference encoder's.
+_ORDERED = st.sampled_from(
+    ["a", "Z", "\x00", "\xe9", "\ue000", "\uffff", "\U00010000", "\U0001f600"]
+)
+_keys = st.text(_ORDERED, max_size=4) | st.text(max_size=8)
+_strings = st.text() | st.text(max_size=4).map(lambda t: t + "\ud800")
+_loose = st.recursive(
+    scalars | _strings,
+    lambda inner: (
+        st.lists(inner, max_size=5)
+        | st.lists(inner, max_size=3).map(tuple)
+        | st.dictionaries(_keys, inner, max_size=5)
+    ),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=600)
+@given(_loose)
+def test_the_normal_form_is_the_value_as_it_reads_back_and_the_reference_text_of_it(
+    value: Any,
+) -> None:
+    normal, text = normal_form(value)
+    expected = loads(dumps(value, sort_keys=True))
+    assert normal == expected
+    assert text == reference_dumps(expected, sort_keys=True)
+
+
+def test_the_normal_form_s_text_is_written_by_orjson_not_json_s_encoder_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A journal payload: once through json's encoder to read it back, then orjson; only
+    # what orjson cannot write (an int beyond 64 bits) goes through json's again.
+    calls: list[Any] = []
+    real = canonical.dumps
+
+    def counted(value: Any, *, sort_keys: bool = False) -> str:
+        calls.append(value)
+        return real(value, sort_keys=sort_keys)
+
+    monkeypatch.setattr(canonical, "dumps", counted)
+    payload = {"decision": {"apr": Decimal("6.49"), "asOf": dt.date(2026, 12, 5)}, "n": [1, None]}
+    assert normal_form(payload)[1] == ('{"decision":{"apr":6.49,"asOf":"2026-12-05"},"n":[1,null]}')
+    assert len(calls) == 1
+    assert normal_form({"big": 2**64})[1] == '{"big":18446744073709551616}'
+    assert len(calls) == 3
 
 
 def test_dates_are_iso_strings_on_both_paths() -> None:

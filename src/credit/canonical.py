@@ -16,12 +16,15 @@ from decimal import Decimal
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any, Final, TypeGuard
 
+import orjson
+
 __all__ = [
     "canonical_bytes",
     "dumps",
     "is_mapping",
     "json_string",
     "loads",
+    "normal_form",
     "reference_dumps",
     "sha256_hex",
 ]
@@ -203,6 +206,35 @@ def loads(text: str | bytes) -> Any:
     elif text.startswith("\ufeff"):
         raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
     return _DECODER.decode(text)
+
+
+def normal_form(value: Any) -> tuple[Any, str]:
+    """The value as it reads back from canonical JSON (``loads(dumps(value,
+    sort_keys=True))``: dates as text, exact decimals, a float as the decimal it prints
+    as) and that value's canonical text, keys sorted: what the journal stores and
+    hashes. A value :func:`dumps` refuses is refused here alike.
+
+    The text is written by orjson: the value is one :func:`loads` just gave, so it
+    holds only dicts, lists, strings, ints, Decimals, booleans and None (never a float,
+    which orjson writes otherwise than json does, a non-finite one as null), and for
+    these orjson writes what :func:`dumps` writes (a hypothesis property,
+    ``tests/test_canonical.py``), about eight times as fast. Its keys are in order
+    already (``loads`` keeps the order of the sorted text it read), so they are not
+    sorted again. What orjson cannot write (an int beyond 64 bits, a lone surrogate)
+    :func:`dumps` writes."""
+    normal = loads(dumps(value, sort_keys=True))
+    try:
+        text = orjson.dumps(normal, default=_fragment)
+    except TypeError:  # orjson.JSONEncodeError is one
+        return normal, dumps(normal, sort_keys=True)
+    return normal, text.decode("utf-8")
+
+
+def _fragment(value: Any) -> Any:
+    """A Decimal, for orjson: its exact digits, as :func:`dumps` writes them."""
+    if type(value) is Decimal:
+        return orjson.Fragment(_decimal_text(value))
+    raise TypeError(f"not a value loads gives: {type(value).__name__}")
 
 
 def is_mapping(value: Any) -> TypeGuard[Mapping[Any, Any]]:

@@ -72,7 +72,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, NoSuchModu
 from sqlalchemy.pool import ConnectionPoolEntry, StaticPool
 from sqlalchemy.schema import CreateSchema
 
-from credit.canonical import dumps, loads
+from credit.canonical import dumps, loads, normal_form
 from credit.clock import clock_from_env
 from credit.errors import CreditError
 from credit.journal.audit import (
@@ -1129,8 +1129,7 @@ class SqlStore:
     def _group_append(
         self, group: _Group, case_id: str | None, kind: str, payload: Mapping[str, Any]
     ) -> Entry:
-        normal = loads(dumps(payload, sort_keys=True))
-        text = dumps(normal, sort_keys=True)
+        normal, text = normal_form(payload)
         view = None if case_id is None else self._view(group, case_id)
         conn = group.conn
         if conn is None:  # deferred: its place if the head stays (_commit_deferred)
@@ -1221,8 +1220,7 @@ class SqlStore:
     ) -> Entry:
         # Normalise through the stored form first, so the hash is computed over exactly
         # what a later read gives back (a float 1e-07 is stored, and hashed, as 0.0000001).
-        normal = loads(dumps(payload, sort_keys=True))
-        text = dumps(normal, sort_keys=True)
+        normal, text = normal_form(payload)
         head = conn.execute(self._q.head).first()
         at = (head.seq, head.hash) if head else (0, GENESIS_HASH)
         entry, row = self._placed(at, case_id, kind, normal, text, self._clock.now().isoformat())
