@@ -1,13 +1,13 @@
-"""A notice's and an expectation's canonical bytes, written field by field, are the
-canonical encoder's bytes of their wire form.
+"""A notice's and an expectation's canonical bytes, written by orjson from their fields,
+are the canonical encoder's bytes of their wire form.
 
-``Notice.canonical_bytes`` and ``Expectation.canonical_bytes`` write the sorted keys,
-each string by json's string writer (the notice's text by ``canonical.json_string``)
-and each number as the canonical encoder writes it. Over notices and expectations of
-any text (quotes, backslashes, control characters, non-ASCII, a notice's plain ASCII
-lines), any decimals and any values, both give the same bytes; a model built without
-validation, holding a value the writer does not know, gets the encoder's bytes or its
-error."""
+``Notice.canonical_bytes`` and ``Expectation.canonical_bytes`` hand orjson their fields
+(each Decimal as its exact digits) once every value is of a type orjson writes as the
+encoder does. Over notices and expectations of any text (quotes, backslashes, control
+characters, non-ASCII, a notice's plain ASCII lines), any decimals and any values, both
+give the same bytes; a model built without validation, holding a value orjson would
+write otherwise (a float: 1e-7 for 1e-07, null for NaN), gets the encoder's bytes or
+its error."""
 
 from __future__ import annotations
 
@@ -150,7 +150,14 @@ def test_the_golden_notices_and_expectations_write_the_encoders_bytes(case_id: s
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("case_id", 7), ("case_id", True), ("text", None), ("notice_date", "2026-11-30")],
+    [
+        ("case_id", 7),
+        ("case_id", True),
+        ("case_id", 1e-07),  # orjson would write 1e-7, the encoder 1e-07
+        ("frame_sha256", float("nan")),  # orjson would write null, the encoder refuses
+        ("text", None),
+        ("notice_date", "2026-11-30"),
+    ],
 )
 def test_a_notice_built_without_validation_gets_the_encoders_bytes_or_its_error(
     field: str, value: Any
@@ -162,9 +169,24 @@ def test_a_notice_built_without_validation_gets_the_encoders_bytes_or_its_error(
 def test_an_expectation_with_a_value_the_writer_does_not_know_gets_the_encoders_bytes() -> None:
     _, expectation = notice_and_expectation(COUNTER_AUTO)
     assert expectation.offer is not None
-    odd = expectation.offer.model_construct(**{**dict(expectation.offer), "apr": 9.99})
-    _same(expectation.model_copy(update={"offer": odd}))
+    for apr in (9.99, 1e-07, float("inf")):  # orjson would write 1e-7 and null
+        odd = expectation.offer.model_construct(**{**dict(expectation.offer), "apr": apr})
+        _same(expectation.model_copy(update={"offer": odd}))
     score = expectation.credit_score
     assert score is not None
     flagged = score.model_construct(**{**dict(score), "score": True})
     _same(expectation.model_copy(update={"credit_score": flagged}))
+
+
+@pytest.mark.parametrize("value", [1e-07, float("nan"), Decimal("6.49")])
+def test_a_reason_value_of_another_type_gets_the_encoders_bytes_or_its_error(
+    value: Any,
+) -> None:
+    # built without validation: a reason's values hold a number, not its text
+    notice, expectation = notice_and_expectation(DECLINE_SCORE)
+    reason = notice.reasons[0]
+    odd = reason.model_construct(**{**dict(reason), "values": {"score": value}})
+    _same(notice.model_copy(update={"reasons": (odd, *notice.reasons[1:])}))
+    expected = expectation.reasons[0]
+    odd_expected = expected.model_construct(**{**dict(expected), "values": {"score": value}})
+    _same(expectation.model_copy(update={"reasons": (odd_expected, *expectation.reasons[1:])}))

@@ -21,6 +21,7 @@ import orjson
 __all__ = [
     "canonical_bytes",
     "dumps",
+    "fragment",
     "is_mapping",
     "json_string",
     "loads",
@@ -224,14 +225,15 @@ def normal_form(value: Any) -> tuple[Any, str]:
     :func:`dumps` writes."""
     normal = loads(dumps(value, sort_keys=True))
     try:
-        text = orjson.dumps(normal, default=_fragment)
+        text = orjson.dumps(normal, default=fragment)
     except TypeError:  # orjson.JSONEncodeError is one
         return normal, dumps(normal, sort_keys=True)
     return normal, text.decode("utf-8")
 
 
-def _fragment(value: Any) -> Any:
-    """A Decimal, for orjson: its exact digits, as :func:`dumps` writes them."""
+def fragment(value: Any) -> Any:
+    """orjson's ``default``: a Decimal as its exact digits, as :func:`dumps` writes
+    them (a TypeError for anything else, a ValueError for a non-finite Decimal)."""
     if type(value) is Decimal:
         return orjson.Fragment(_decimal_text(value))
     raise TypeError(f"not a value loads gives: {type(value).__name__}")

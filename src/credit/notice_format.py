@@ -21,12 +21,12 @@ here: a notice whose text holds a zero-width space is well-formed and fails chec
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from json.encoder import encode_basestring
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, TypeVar
 
+import orjson
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -40,7 +40,7 @@ from pydantic import ValidationError as _ValidationError
 from pydantic.alias_generators import to_camel
 
 from credit.application import Application
-from credit.canonical import canonical_bytes, json_string, sha256_hex
+from credit.canonical import canonical_bytes, fragment, sha256_hex
 from credit.errors import NoticeError, NoticeInputError
 
 if TYPE_CHECKING:
@@ -157,8 +157,8 @@ class Notice(_Wire):
 
     def canonical_bytes(self) -> bytes:
         """The bytes that are hashed, verified and sent: :func:`canonical_bytes` of the
-        wire form (written field by field, see :func:`_written`)."""
-        return _written(self, _notice_json) or canonical_bytes(self.to_wire())
+        wire form (written from its fields by orjson, see :func:`_written`)."""
+        return _written(self, _notice_bytes) or canonical_bytes(self.to_wire())
 
     @property
     def sha256(self) -> str:
@@ -256,9 +256,9 @@ class Expectation(_Wire):
         return wire
 
     def canonical_bytes(self) -> bytes:
-        """:func:`canonical_bytes` of the wire form (written field by field, see
+        """:func:`canonical_bytes` of the wire form (written from its fields by orjson, see
         :func:`_written`)."""
-        return _written(self, _expectation_json) or canonical_bytes(self.to_wire())
+        return _written(self, _expectation_bytes) or canonical_bytes(self.to_wire())
 
     @property
     def sha256(self) -> str:
@@ -269,133 +269,145 @@ class Expectation(_Wire):
 
 # ---------------------------------------------------------------- the canonical bytes
 #
-# A notice's and an expectation's canonical bytes are written here from their fields,
-# keys in sorted order, each string by json's string writer (the notice's text by
-# canonical.json_string) and each number as the canonical encoder writes it: the same
-# bytes as canonical_bytes(to_wire()), without building the wire form and encoding it
-# (a hypothesis property checks it over notices and expectations of any text,
-# tests/test_notice_bytes.py). A value of a type the writer does not know (a model built
-# without validation) makes it give up: canonical_bytes writes the whole, or raises.
+# A notice's and an expectation's canonical bytes are written here by orjson from their
+# fields, keys sorted: the same bytes as canonical_bytes(to_wire()) (a hypothesis
+# property checks it over notices and expectations of any text,
+# tests/test_notice_bytes.py), without building the wire form and encoding it. orjson
+# writes strings, ints, booleans and None as the canonical encoder does, and each
+# Decimal is handed to it as its exact digits (credit.canonical's fragment); it writes a
+# float otherwise (1e-7, NaN as null), and some types the encoder refuses, so a value is
+# taken only when its type is one of those (_ALIKE). A value of any other type (a model
+# built without validation) makes the writer give up: canonical_bytes writes the whole,
+# or raises.
 
 _Model = TypeVar("_Model")
-_string = encode_basestring  # TypeError for anything but a str
+_ALIKE: Final = frozenset({str, int, bool, type(None), Decimal})
 
 
-def _written(model: _Model, write: Callable[[_Model], str]) -> bytes | None:
+def _written(model: _Model, write: Callable[[_Model], bytes]) -> bytes | None:
     """The canonical bytes ``write`` gives, or None for a value it does not know (or
     cannot write: then the canonical encoder says why)."""
     try:
-        return write(model).encode("utf-8")
+        return write(model)
     except Exception:
         return None
 
 
-def _scalar(value: Any) -> str:
-    """A string, an int, an exact Decimal or None, as the canonical encoder writes it."""
-    kind = type(value)
-    if kind is str:
-        return _string(value)
-    if kind is int:
-        return int.__repr__(value)
-    if kind is Decimal and value.is_finite():
-        text = str(value)  # the digits as they are when it needs no exponent
-        return text if "E" not in text else format(value, "f")
-    if value is None:
-        return "null"
-    raise TypeError(f"not written field by field: {kind.__name__}")
+def _alike(leaves: Iterable[Any]) -> None:
+    """TypeError unless each value is of a type orjson writes as the encoder does."""
+    if not _ALIKE.issuperset(map(type, leaves)):
+        raise TypeError("not written by orjson: a value of another type")
 
 
-def _flat(members: Mapping[str, Any]) -> str:
-    """An object of scalars, keys sorted."""
+def _reasons(reasons: Iterable[Any], leaves: list[Any], *, category: bool) -> list[Any]:
+    """The reasons' wire forms; their codes, categories and values added to ``leaves``
+    (each reason's values a dict of strings)."""
     out = []
-    for key in sorted(members):
-        out.append(f"{_string(key)}:{_scalar(members[key])}")
-    return "{" + ",".join(out) + "}"
+    for r in reasons:
+        values = r.values
+        if type(values) is not dict:
+            raise TypeError(f"not written by orjson: {type(values).__name__}")
+        leaves += values.values()
+        leaves.append(r.code)
+        if category:
+            leaves.append(r.category)
+            out.append({"category": r.category, "code": r.code, "values": values})
+        else:
+            out.append({"code": r.code, "values": values})
+    return out
 
 
-def _strings(members: Mapping[str, str]) -> str:
-    """An object of strings, keys sorted."""
-    out = []
-    for key in sorted(members):
-        out.append(f"{_string(key)}:{_string(members[key])}")
-    return "{" + ",".join(out) + "}"
-
-
-def _notice_json(n: Notice) -> str:
-    s = _string
-    reasons = []
-    for r in n.reasons:
-        reasons.append(
-            f'{{"category":{s(r.category)},"code":{s(r.code)},"values":{_strings(r.values)}}}'
-        )
-    return (
-        f'{{"caseId":{s(n.case_id)},"catalogueSha256":{s(n.catalogue_sha256)},'
-        f'"decision":{s(n.decision)},"format":{s(n.format)},"frameSha256":{s(n.frame_sha256)},'
-        f'"noticeDate":{s(n.notice_date.isoformat())},"product":{s(n.product)},'
-        f'"reasons":[{",".join(reasons)}],"text":{json_string(n.text)}}}'
-    )
+def _notice_bytes(n: Notice) -> bytes:
+    leaves: list[Any] = [
+        n.case_id,
+        n.catalogue_sha256,
+        n.decision,
+        n.format,
+        n.frame_sha256,
+        n.product,
+        n.text,
+    ]
+    reasons = _reasons(n.reasons, leaves, category=True)
+    _alike(leaves)
+    wire = {
+        "caseId": n.case_id,
+        "catalogueSha256": n.catalogue_sha256,
+        "decision": n.decision,
+        "format": n.format,
+        "frameSha256": n.frame_sha256,
+        "noticeDate": n.notice_date.isoformat(),
+        "product": n.product,
+        "reasons": reasons,
+        "text": n.text,
+    }
+    return orjson.dumps(wire, default=fragment, option=orjson.OPT_SORT_KEYS)
 
 
 def _members(model: type[BaseModel]) -> tuple[tuple[str, str], ...]:
-    """A model's fields in the order of their wire names: (the name as JSON writes it
-    with its colon, the attribute)."""
-    fields = sorted((info.alias or name, name) for name, info in model.model_fields.items())
-    return tuple((f"{_string(alias)}:", name) for alias, name in fields)
+    """A model's fields: (the name on the wire, the attribute)."""
+    return tuple((info.alias or name, name) for name, info in model.model_fields.items())
 
 
-def _object(model: Any, members: tuple[tuple[str, str], ...], *, omit_none: bool) -> str:
-    """The model's wire form written from its fields (``members``: :func:`_members` of
-    its class; ``omit_none``: absent optionals left out, as its ``to_wire`` does)."""
-    out = []
+def _fields(
+    model: Any, members: tuple[tuple[str, str], ...], leaves: list[Any], *, omit_none: bool
+) -> dict[str, Any]:
+    """The model's wire form from its fields (``members``: :func:`_members` of its
+    class; ``omit_none``: absent optionals left out, as its ``to_wire`` does), its
+    values added to ``leaves``."""
+    out = {}
     for key, name in members:
         value = getattr(model, name)
         if value is None and omit_none:
             continue
-        out.append(key + _scalar(value))
-    return "{" + ",".join(out) + "}"
+        out[key] = value
+    leaves += out.values()
+    return out
 
 
 _APPLICATION = _members(Application)
 _OFFER = _members(OfferFacts)
 
 
-def _expectation_json(e: Expectation) -> str:
-    s = _string
-    reasons = []
-    for r in e.reasons:
-        reasons.append(f'{{"code":{s(r.code)},"values":{_strings(r.values)}}}')
+def _expectation_bytes(e: Expectation) -> bytes:
+    # the application's and the offer's wire forms from their fields: their own classes
+    # only (a subclass may have fields or a to_wire of its own: the encoder writes it)
+    a, o = e.application, e.offer
+    if type(a) is not Application or (o is not None and type(o) is not OfferFacts):
+        raise TypeError("not written by orjson: a subclass")
+    leaves: list[Any] = [e.case_id, e.decision, e.format, e.product]
     c = e.credit_score
-    score = "null"
+    score: dict[str, Any] | None = None
     if c is not None:
         factors = []
         for k in c.key_factors:
-            factors.append(f'{{"code":{s(k.code)},"text":{s(k.text)},"value":{s(k.value)}}}')
-        score = (
-            f'{{"bureauAddress":{s(c.bureau_address)},"bureauName":{s(c.bureau_name)},'
-            f'"bureauPhone":{s(c.bureau_phone)},"keyFactors":[{",".join(factors)}],'
-            f'"score":{_scalar(c.score)},"scoreDate":{s(c.score_date.isoformat())},'
-            f'"scoreHigh":{_scalar(c.score_high)},"scoreLow":{_scalar(c.score_low)},'
-            f'"scoreModel":{_scalar(c.score_model)}}}'
-        )
-    # the application's and the offer's wire forms from their fields (their own
-    # classes only: a subclass may have fields or a to_wire of its own)
-    a, o = e.application, e.offer
-    application = (
-        _object(a, _APPLICATION, omit_none=True) if type(a) is Application else _flat(a.to_wire())
-    )
-    offer = (
-        "null"
-        if o is None
-        else _object(o, _OFFER, omit_none=False)
-        if type(o) is OfferFacts
-        else _flat(o.model_dump(mode="python", by_alias=True))
-    )
-    return (
-        f'{{"application":{application},"caseId":{s(e.case_id)},'
-        f'"creditScore":{score},"decision":{s(e.decision)},"format":{s(e.format)},'
-        f'"noticeDate":{s(e.notice_date.isoformat())},"offer":{offer},'
-        f'"product":{s(e.product)},"reasons":[{",".join(reasons)}]}}'
-    )
+            leaves += (k.code, k.text, k.value)
+            factors.append({"code": k.code, "text": k.text, "value": k.value})
+        leaves += (c.bureau_address, c.bureau_name, c.bureau_phone, c.score, c.score_high)
+        leaves += (c.score_low, c.score_model)
+        score = {
+            "bureauAddress": c.bureau_address,
+            "bureauName": c.bureau_name,
+            "bureauPhone": c.bureau_phone,
+            "keyFactors": factors,
+            "score": c.score,
+            "scoreDate": c.score_date.isoformat(),
+            "scoreHigh": c.score_high,
+            "scoreLow": c.score_low,
+            "scoreModel": c.score_model,
+        }
+    wire = {
+        "application": _fields(a, _APPLICATION, leaves, omit_none=True),
+        "caseId": e.case_id,
+        "creditScore": score,
+        "decision": e.decision,
+        "format": e.format,
+        "noticeDate": e.notice_date.isoformat(),
+        "offer": None if o is None else _fields(o, _OFFER, leaves, omit_none=False),
+        "product": e.product,
+        "reasons": _reasons(e.reasons, leaves, category=False),
+    }
+    _alike(leaves)
+    return orjson.dumps(wire, default=fragment, option=orjson.OPT_SORT_KEYS)
 
 
 @dataclass(frozen=True, slots=True)
