@@ -183,8 +183,7 @@ NOTICE_LIKE = st.text(alphabet=[chr(c) for c in range(0x20, 0x7F)] + ["\n"], max
 def test_a_string_is_written_as_json_writes_it_whatever_its_characters(value: str) -> None:
     import json
 
-    assert canonical.json_string(value) == json.dumps(value, ensure_ascii=False)
-    assert dumps(value) == canonical.json_string(value)
+    assert dumps(value) == json.dumps(value, ensure_ascii=False)
 
 
 def _as_json_reads(data: str | bytes) -> tuple[str, Any]:

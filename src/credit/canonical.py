@@ -23,7 +23,6 @@ __all__ = [
     "dumps",
     "fragment",
     "is_mapping",
-    "json_string",
     "loads",
     "normal_form",
     "reference_dumps",
@@ -157,25 +156,6 @@ def dumps(obj: Any, *, sort_keys: bool = False) -> str:
     the json module does; the reference encoder refuses it)."""
     text = _fast(obj, sort_keys)
     return text if text is not None else reference_dumps(obj, sort_keys=sort_keys)
-
-
-# The characters a JSON string holds as themselves: printable ASCII but the quote and
-# the backslash (and the newline, which it writes as \n).
-_AS_THEMSELVES: Final = bytes(sorted(set(range(0x20, 0x7F)) - {0x22, 0x5C})) + b"\n"
-
-
-def json_string(value: str) -> str:
-    """A string as :func:`dumps` writes it (``json.dumps(value, ensure_ascii=False)``).
-
-    Text of printable ASCII and newlines (a notice's text, the longest string hashed)
-    is written as itself with each newline escaped: one byte-table pass finds that it
-    is such text, one replace writes it, about three times faster than json's writer
-    for a notice; any other text goes to json's own string writer (the one the encoder
-    calls). A hypothesis property (``tests/test_canonical.py``) checks both ways
-    against ``json.dumps``."""
-    if value.isascii() and not value.encode("ascii").translate(None, _AS_THEMSELVES):
-        return '"' + value.replace("\n", "\\n") + '"'
-    return encode_basestring(value)
 
 
 def canonical_bytes(obj: Any) -> bytes:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from credit.canonical import canonical_bytes, json_string, sha256_hex
+from credit.canonical import canonical_bytes, dumps, sha256_hex
 from credit.errors import JournalIntegrityError
 from credit.journal.checkpoint import Checkpoint, read_checkpoints, verify_checkpoint
 from credit.journal.keys import VerifierKey
@@ -235,7 +235,7 @@ def mark_body(seq: int, head_hash: str, text: str) -> bytes:
     was derived from the journal through it (``text``, canonical JSON, as stored):
     ``canonical_bytes({"seq": seq, "hash": head_hash, "data": data})`` written around
     the stored text, which is not parsed and written again (a mark can be large)."""
-    return f'{{"data":{text},"hash":{json_string(head_hash)},"seq":{int(seq)}}}'.encode()
+    return f'{{"data":{text},"hash":{dumps(head_hash)},"seq":{int(seq)}}}'.encode()
 
 
 def mark_problem(
