@@ -566,7 +566,7 @@ def test_no_decision_of_the_policys_own_rules_is_held_by_the_comparative_review(
             underwriting = decide_case(case, POLICY)
         except CreditError:
             continue
-        store.put_case(case.case_id, case_document(case))
+        store.put_case(case.case_id, case_document(case)[0])
         store.put_monitoring(
             case.case_id,
             monitoring(

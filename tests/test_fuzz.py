@@ -44,7 +44,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from credit.canonical import loads
+from credit.canonical import loads, normal_form
 from credit.cases import read_document
 from credit.cli import app
 from credit.errors import InputError
@@ -509,7 +509,9 @@ def test_the_intake_law_catches_a_refusal_that_journals(monkeypatch: pytest.Monk
 
 def test_the_intake_law_catches_a_prohibited_field_stored(monkeypatch: pytest.MonkeyPatch) -> None:
     real = onramp.case_document
-    monkeypatch.setattr(onramp, "case_document", lambda case: {**real(case), "race": "planted"})
+    monkeypatch.setattr(
+        onramp, "case_document", lambda case: normal_form({**real(case)[0], "race": "planted"})
+    )
     with pytest.raises(AssertionError, match="a prohibited field was stored"):
         intake_law(InMemoryStore(), Fuzzed(GOOD_CASE, ("planted",)))
 

@@ -177,7 +177,7 @@ def test_an_interrupted_intake_is_finished_by_the_next_run() -> None:
     store = InMemoryStore()
     raw = auto_case(case_id="C-HALF")
     case = parse_case(raw)
-    store.put_case("C-HALF", case_document(case))  # stored, never journaled
+    store.put_case("C-HALF", case_document(case)[0])  # stored, never journaled
 
     result = intake(raw, store)
 

@@ -173,7 +173,7 @@ def test_backstop_holds_every_case_a_planted_defect_changes_and_no_other(
                 undecidable.add(case.case_id)
             continue
         payload = _payload(outcome)
-        store.put_case(case.case_id, case_document(case))
+        store.put_case(case.case_id, case_document(case)[0])
         store.record_decision(case.case_id, payload)
         want = sound[case.case_id]
         if want is None or {**payload, "decision": {**payload["decision"], "policyBasis": []}} != {

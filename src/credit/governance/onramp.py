@@ -41,7 +41,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from credit.canonical import canonical_bytes, dumps, loads, sha256_hex
+from credit.canonical import canonical_bytes, dumps, loads, normal_form, sha256_hex
 from credit.cases import CaseLimits, check_case, json_type
 from credit.errors import InputError, IntakeConflictError
 from credit.governance.guard import FairLendingGuard, Redaction, default_guard
@@ -71,18 +71,23 @@ def _json_form(value: Any) -> Any:
     return loads(dumps(value))
 
 
-def case_document(case: Case) -> dict[str, Any]:
-    """The underwriter-visible case document: no monitoring, nothing prohibited.
+def case_document(case: Case) -> tuple[dict[str, Any], str]:
+    """The underwriter-visible case document (no monitoring, nothing prohibited) as it
+    reads back from canonical JSON, and its canonical text (what its digest is taken
+    over): :func:`credit.canonical.normal_form`.
 
     Optional fields are kept as ``null`` (an unscored report says ``"score": null``),
     so the document validates back into the same Application and CreditReport.
     """
-    return {
-        "caseId": case.case_id,
-        "asOf": case.as_of.isoformat(),
-        "application": _json_form(case.application.model_dump(mode="python", by_alias=True)),
-        "creditReport": _json_form(case.credit_report.model_dump(mode="python", by_alias=True)),
-    }
+    document, text = normal_form(
+        {
+            "caseId": case.case_id,
+            "asOf": case.as_of.isoformat(),
+            "application": case.application.model_dump(mode="python", by_alias=True),
+            "creditReport": case.credit_report.model_dump(mode="python", by_alias=True),
+        }
+    )
+    return document, text
 
 
 class MovedField(BaseModel):
@@ -179,8 +184,8 @@ def intake(
     """
     case, extracted = screen(raw, registry=registry, limits=limits, guard=guard)
     case_id = case.case_id
-    document = case_document(case)
-    digest = sha256_hex(canonical_bytes(document))
+    document, text = case_document(case)
+    digest = sha256_hex(text.encode("utf-8"))
     moved = tuple(r for r, _ in extracted)
     result = IntakeResult(case_id, case, document, digest, moved, taken_in=True)
 
