@@ -11,7 +11,7 @@ import datetime as dt
 import hashlib
 import json
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any, Final, TypeGuard
@@ -25,6 +25,7 @@ __all__ = [
     "is_mapping",
     "loads",
     "normal_form",
+    "orjson_writes_alike",
     "reference_dumps",
     "sha256_hex",
 ]
@@ -217,6 +218,18 @@ def fragment(value: Any) -> Any:
     if type(value) is Decimal:
         return orjson.Fragment(_decimal_text(value))
     raise TypeError(f"not a value loads gives: {type(value).__name__}")
+
+
+# The scalar types orjson writes as dumps does (a Decimal through fragment); it writes a
+# float otherwise (1e-7, a non-finite one as null) and some types dumps refuses.
+_ORJSON_ALIKE: Final = frozenset({str, int, bool, type(None), Decimal})
+
+
+def orjson_writes_alike(leaves: Iterable[Any]) -> bool:
+    """Whether each of these scalars is of a type orjson (with :func:`fragment`)
+    writes as :func:`dumps` does: a writer that hands orjson values of no known type
+    checks their leaves with this first (checked at C speed)."""
+    return _ORJSON_ALIKE.issuperset(map(type, leaves))
 
 
 def is_mapping(value: Any) -> TypeGuard[Mapping[Any, Any]]:

@@ -24,7 +24,7 @@ import datetime as dt
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 import orjson
 from pydantic import (
@@ -40,7 +40,7 @@ from pydantic import ValidationError as _ValidationError
 from pydantic.alias_generators import to_camel
 
 from credit.application import Application
-from credit.canonical import canonical_bytes, fragment, sha256_hex
+from credit.canonical import canonical_bytes, fragment, orjson_writes_alike, sha256_hex
 from credit.errors import NoticeError, NoticeInputError
 
 if TYPE_CHECKING:
@@ -276,12 +276,11 @@ class Expectation(_Wire):
 # writes strings, ints, booleans and None as the canonical encoder does, and each
 # Decimal is handed to it as its exact digits (credit.canonical's fragment); it writes a
 # float otherwise (1e-7, NaN as null), and some types the encoder refuses, so a value is
-# taken only when its type is one of those (_ALIKE). A value of any other type (a model
-# built without validation) makes the writer give up: canonical_bytes writes the whole,
-# or raises.
+# taken only when its type is one of those (credit.canonical.orjson_writes_alike). A
+# value of any other type (a model built without validation) makes the writer give up:
+# canonical_bytes writes the whole, or raises.
 
 _Model = TypeVar("_Model")
-_ALIKE: Final = frozenset({str, int, bool, type(None), Decimal})
 
 
 def _written(model: _Model, write: Callable[[_Model], bytes]) -> bytes | None:
@@ -295,7 +294,7 @@ def _written(model: _Model, write: Callable[[_Model], bytes]) -> bytes | None:
 
 def _alike(leaves: Iterable[Any]) -> None:
     """TypeError unless each value is of a type orjson writes as the encoder does."""
-    if not _ALIKE.issuperset(map(type, leaves)):
+    if not orjson_writes_alike(leaves):
         raise TypeError("not written by orjson: a value of another type")
 
 

@@ -79,7 +79,7 @@ def case_document(case: Case) -> tuple[dict[str, Any], str]:
     Optional fields are kept as ``null`` (an unscored report says ``"score": null``),
     so the document validates back into the same Application and CreditReport.
     """
-    document, text = normal_form(
+    return normal_form(
         {
             "caseId": case.case_id,
             "asOf": case.as_of.isoformat(),
@@ -87,7 +87,6 @@ def case_document(case: Case) -> tuple[dict[str, Any], str]:
             "creditReport": case.credit_report.model_dump(mode="python", by_alias=True),
         }
     )
-    return document, text
 
 
 class MovedField(BaseModel):
