@@ -9,6 +9,7 @@ journal test modules too.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import os
@@ -24,7 +25,7 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, text
 
-from credit.canonical import canonical_bytes
+from credit.canonical import canonical_bytes, dumps, normal_form
 from credit.journal import (
     DECISION_KIND,
     GENESIS_HASH,
@@ -226,6 +227,55 @@ def test_put_case_stores_a_document_once_and_keeps_the_first(store: Store) -> No
     assert store.put_case("C-1", {"caseId": "C-1", "changed": True}) is False
     assert store.get_case("C-1") == document
     assert store.get_case("C-2") is None
+
+
+def test_a_document_in_its_normal_form_is_stored_as_it_reads_back(store: Store) -> None:
+    # intake hands the store its case document as normal_form gave it
+    normal = normal_form({"caseId": "C-1", "asOf": dt.date(2026, 11, 30), "apr": Decimal("6.49")})
+    assert store.put_case("C-1", normal) is True
+    assert store.put_case("C-1", normal_form({"caseId": "C-1", "changed": True})) is False
+    assert store.get_case("C-1") == {"caseId": "C-1", "asOf": "2026-11-30", "apr": Decimal("6.49")}
+    assert store.put_monitoring("C-1", normal_form({"age": 61, "sex": "F"})) is True
+    assert store.put_monitoring("C-1", normal_form({"sex": "M"})) is False
+    assert store.get_monitoring("C-1") == {"age": 61, "sex": "F"}
+
+
+def _stored_document(url: str, schema: str | None) -> str:
+    engine = create_engine(_engine_url(url))
+    try:
+        with engine.connect() as conn:
+            table = f'"{schema}".cases' if schema else "cases"
+            query = text(f"SELECT document FROM {table} WHERE case_id = 'C-1'")
+            stored: str = conn.execute(query).scalar_one()
+            return stored
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("grouped", [False, True], ids=["alone", "in-a-group"])
+def test_a_normal_form_s_text_is_stored_as_it_is_and_a_mapping_is_written(
+    sql: tuple[SqlStore, str, str | None], monkeypatch: pytest.MonkeyPatch, grouped: bool
+) -> None:
+    store, url, schema = sql
+    normal = normal_form({"caseId": "C-1", "b": Decimal("2.50"), "a": [1, None]})
+    written: list[object] = []
+
+    def counted(value: object, *, sort_keys: bool = False) -> str:
+        written.append(value)
+        return dumps(value, sort_keys=sort_keys)
+
+    monkeypatch.setattr("credit.journal.sql.dumps", counted)
+    with store.group_commit(["C-1", "C-2"]) if grouped else contextlib.nullcontext():
+        assert store.put_case("C-1", normal) is True
+        assert written == []  # the text intake wrote is not written again
+        assert store.get_case("C-1") == normal.value
+        assert store.put_case("C-2", {"caseId": "C-2"}) is True
+        assert written == [{"caseId": "C-2"}]  # any other document is
+        assert store.put_monitoring("C-1", normal_form({"sex": "F", "age": 61})) is True
+        assert store.put_monitoring("C-2", {"sex": "M"}) is True
+        assert written == [{"caseId": "C-2"}, {"sex": "M"}]  # a vault row alike
+        assert store.get_monitoring("C-1") == {"age": 61, "sex": "F"}
+    assert _stored_document(url, schema) == normal.text
 
 
 def test_case_ids_lists_the_stored_cases_in_the_order_they_were_stored(store: Store) -> None:

@@ -14,11 +14,12 @@ import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
-from typing import Any, Final, TypeGuard
+from typing import Any, Final, NamedTuple, TypeGuard
 
 import orjson
 
 __all__ = [
+    "Normal",
     "canonical_bytes",
     "dumps",
     "fragment",
@@ -190,7 +191,18 @@ def loads(text: str | bytes) -> Any:
     return _DECODER.decode(text)
 
 
-def normal_form(value: Any) -> tuple[Any, str]:
+class Normal(NamedTuple):
+    """What :func:`normal_form` gives: a value as it reads back from canonical JSON,
+    and that value's canonical text. Made by :func:`normal_form` alone (never built by
+    hand): a store handed one (intake's case document and vault rows,
+    :meth:`credit.journal.base.Store.put_case`) stores its text as it is, the value's
+    canonical text by construction, instead of writing the value again."""
+
+    value: Any
+    text: str
+
+
+def normal_form(value: Any) -> Normal:
     """The value as it reads back from canonical JSON (``loads(dumps(value,
     sort_keys=True))``: dates as text, exact decimals, a float as the decimal it prints
     as) and that value's canonical text, keys sorted: what the journal stores and
@@ -208,8 +220,8 @@ def normal_form(value: Any) -> tuple[Any, str]:
     try:
         text = orjson.dumps(normal, default=fragment)
     except TypeError:  # orjson.JSONEncodeError is one
-        return normal, dumps(normal, sort_keys=True)
-    return normal, text.decode("utf-8")
+        return Normal(normal, dumps(normal, sort_keys=True))
+    return Normal(normal, text.decode("utf-8"))
 
 
 def fragment(value: Any) -> Any:

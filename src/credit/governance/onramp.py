@@ -41,7 +41,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from credit.canonical import canonical_bytes, dumps, loads, normal_form, sha256_hex
+from credit.canonical import Normal, canonical_bytes, dumps, loads, normal_form, sha256_hex
 from credit.cases import CaseLimits, check_case, json_type
 from credit.errors import InputError, IntakeConflictError
 from credit.governance.guard import FairLendingGuard, Redaction, default_guard
@@ -71,7 +71,7 @@ def _json_form(value: Any) -> Any:
     return loads(dumps(value))
 
 
-def case_document(case: Case) -> tuple[dict[str, Any], str]:
+def case_document(case: Case) -> Normal:
     """The underwriter-visible case document (no monitoring, nothing prohibited) as it
     reads back from canonical JSON, and its canonical text (what its digest is taken
     over): :func:`credit.canonical.normal_form`.
@@ -183,7 +183,8 @@ def intake(
     """
     case, extracted = screen(raw, registry=registry, limits=limits, guard=guard)
     case_id = case.case_id
-    document, text = case_document(case)
+    normal = case_document(case)
+    document, text = normal
     digest = sha256_hex(text.encode("utf-8"))
     moved = tuple(r for r, _ in extracted)
     result = IntakeResult(case_id, case, document, digest, moved, taken_in=True)
@@ -201,15 +202,15 @@ def intake(
             for r, v in extracted
         ],
     }
-    vault: dict[str, Any] = {}
+    vault: dict[str, Normal] = {}  # each row as stored: its text not written again
     if case.monitoring is not None:
-        vault[case_id] = _json_form(case.monitoring.to_wire())
+        vault[case_id] = normal_form(case.monitoring.to_wire())
     if moved:
-        vault[moved_vault_key(case_id)] = moved_wire
+        vault[moved_vault_key(case_id)] = normal_form(moved_wire)
     if stored is None:
         for name, row in vault.items():
             store.put_monitoring(name, row)
-        if not store.put_case(case_id, document):  # another intake stored it first
+        if not store.put_case(case_id, normal):  # another intake stored it first
             stored = store.get_case(case_id)
     if stored is not None:
         # Stored but not (yet) journaled: an interrupted intake, or one running beside

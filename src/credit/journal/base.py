@@ -29,7 +29,7 @@ from typing import Any, Final, NamedTuple, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from credit.canonical import canonical_bytes, dumps, loads
+from credit.canonical import Normal, canonical_bytes, dumps, loads
 from credit.clock import Clock, SystemClock, clock_from_env
 from credit.errors import CreditError
 from credit.journal.audit import (
@@ -446,13 +446,18 @@ class Store(Protocol):
 
     def verify(self) -> ChainReport: ...
 
-    def put_case(self, case_id: str, document: Mapping[str, Any]) -> bool:
-        """Store the underwriter-visible case document; False if already stored."""
+    def put_case(self, case_id: str, document: Mapping[str, Any] | Normal) -> bool:
+        """Store the underwriter-visible case document; False if already stored. A
+        :class:`~credit.canonical.Normal` (intake's document in its normal form) is
+        stored as its text, not written again."""
         ...
 
     def get_case(self, case_id: str) -> Mapping[str, Any] | None: ...
 
-    def put_monitoring(self, case_id: str, data: Mapping[str, Any]) -> bool: ...
+    def put_monitoring(self, case_id: str, data: Mapping[str, Any] | Normal) -> bool:
+        """Store a vault row; False if one is stored under ``case_id``. A
+        :class:`~credit.canonical.Normal` is stored as its text, as in :meth:`put_case`."""
+        ...
 
     def get_monitoring(self, case_id: str) -> Mapping[str, Any] | None: ...
 
@@ -777,11 +782,12 @@ class InMemoryStore:
             side = SideRows(dict(self._decisions), dict(self._cases), dict(self._monitoring))
         return audit_entries(self.entries(), key=self._key, checkpoints=checkpoints, side=side)
 
-    def put_case(self, case_id: str, document: Mapping[str, Any]) -> bool:
+    def put_case(self, case_id: str, document: Mapping[str, Any] | Normal) -> bool:
+        value = document.value if isinstance(document, Normal) else document
         with self._lock:
             if case_id in self._cases:
                 return False
-            self._cases[case_id] = dict(document)
+            self._cases[case_id] = dict(value)
             return True
 
     def get_case(self, case_id: str) -> Mapping[str, Any] | None:
@@ -793,11 +799,12 @@ class InMemoryStore:
                 raise Finding("case-document", problem, case_id=case_id).error()
         return document
 
-    def put_monitoring(self, case_id: str, data: Mapping[str, Any]) -> bool:
+    def put_monitoring(self, case_id: str, data: Mapping[str, Any] | Normal) -> bool:
+        value = data.value if isinstance(data, Normal) else data
         with self._lock:
             if case_id in self._monitoring:
                 return False
-            self._monitoring[case_id] = dict(data)
+            self._monitoring[case_id] = dict(value)
             return True
 
     def get_monitoring(self, case_id: str) -> Mapping[str, Any] | None:

@@ -72,7 +72,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, NoSuchModu
 from sqlalchemy.pool import ConnectionPoolEntry, StaticPool
 from sqlalchemy.schema import CreateSchema
 
-from credit.canonical import dumps, loads, normal_form
+from credit.canonical import Normal, dumps, loads, normal_form
 from credit.clock import clock_from_env
 from credit.errors import CreditError
 from credit.journal.audit import (
@@ -1687,8 +1687,10 @@ class SqlStore:
 
     # ------------------------------------------------------------------ side stores
 
-    def put_case(self, case_id: str, document: Mapping[str, Any]) -> bool:
-        text = dumps(document, sort_keys=True)
+    def put_case(self, case_id: str, document: Mapping[str, Any] | Normal) -> bool:
+        # intake's document comes in its normal form: its text is not written again
+        normal: Normal | None = document if isinstance(document, Normal) else None
+        text = dumps(document, sort_keys=True) if normal is None else normal.text
         group = self._joined()
         if group is not None:
             with self._failures():
@@ -1702,7 +1704,7 @@ class SqlStore:
                     last = group.conn.execute(self._q.max_position)
                     group.position = int(last.scalar_one() or 0)
                 group.position += 1
-                view.document = dict(loads(text))
+                view.document = dict(loads(text) if normal is None else normal.value)
                 view.document_text = text
                 group.case_rows.append(
                     {"case_id": case_id, "position": group.position, "document": text}
@@ -1743,14 +1745,15 @@ class SqlStore:
             return None
         return _stored_document(case_id, text, accepted)[0]
 
-    def put_monitoring(self, case_id: str, data: Mapping[str, Any]) -> bool:
-        text = dumps(data, sort_keys=True)
+    def put_monitoring(self, case_id: str, data: Mapping[str, Any] | Normal) -> bool:
+        normal: Normal | None = data if isinstance(data, Normal) else None
+        text = dumps(data, sort_keys=True) if normal is None else normal.text
         group = self._joined()
         if group is not None:
             with self._failures():
                 if self._group_monitoring(group, case_id) is not None:
                     return False
-                group.monitoring[case_id] = dict(loads(text))
+                group.monitoring[case_id] = dict(loads(text) if normal is None else normal.value)
                 group.monitoring_rows.append({"case_id": case_id, "data": text})
                 group.written.add(vault_case(case_id))
                 return True
