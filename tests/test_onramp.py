@@ -4,7 +4,10 @@ idempotent."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import datetime as dt
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +45,28 @@ def with_monitoring(case: dict[str, Any]) -> dict[str, Any]:
 
 def journal_text(store: InMemoryStore) -> str:
     return "".join(dumps(e.payload) for e in store.entries())
+
+
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+def test_a_moved_value_is_kept_in_the_vault_as_it_reads_back_from_canonical_json(
+    backend: str, tmp_path: Path
+) -> None:
+    # a case built in code may hold a float or a date where JSON holds neither
+    raw = auto_case(case_id="C-MOVED")
+    raw["application"]["maritalStatus"] = {"status": "married", "share": 0.1, "since": 2001}
+    raw["application"]["dateOfBirth"] = dt.date(1961, 4, 2)
+    with (
+        contextlib.nullcontext(InMemoryStore())
+        if backend == "memory"
+        else open_store(f"sqlite:///{tmp_path / 'j.db'}")
+    ) as store:
+        intake(raw, store)
+        row = store.get_monitoring(moved_vault_key("C-MOVED"))
+    assert row is not None
+    assert {m["key"]: m["value"] for m in row["moved"]} == {
+        "maritalStatus": {"share": Decimal("0.1"), "since": 2001, "status": "married"},
+        "dateOfBirth": "1961-04-02",
+    }
 
 
 def test_a_date_of_birth_in_the_application_is_moved_out_of_reach_and_journaled() -> None:

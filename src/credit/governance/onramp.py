@@ -41,7 +41,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from credit.canonical import Normal, canonical_bytes, dumps, loads, normal_form, sha256_hex
+from credit.canonical import Normal, canonical_bytes, normal_form, sha256_hex
 from credit.cases import CaseLimits, check_case, json_type
 from credit.errors import InputError, IntakeConflictError
 from credit.governance.guard import FairLendingGuard, Redaction, default_guard
@@ -64,11 +64,6 @@ __all__ = [
 
 INTAKE_ACCEPTED = "intake.accepted"
 INTAKE_MOVED = "intake.moved"
-
-
-def _json_form(value: Any) -> Any:
-    """The value as it reads back from canonical JSON (dates as text, exact decimals)."""
-    return loads(dumps(value))
 
 
 def case_document(case: Case) -> Normal:
@@ -196,13 +191,14 @@ def intake(
     moved_wire = {
         "caseId": case_id,
         "moved": [
-            MovedField(
-                path=r.path, key=r.key, basis=r.basis, kind=r.kind, value=_json_form(v)
-            ).model_dump(mode="python")
+            MovedField(path=r.path, key=r.key, basis=r.basis, kind=r.kind, value=v).model_dump(
+                mode="python"
+            )
             for r, v in extracted
         ],
     }
-    vault: dict[str, Normal] = {}  # each row as stored: its text not written again
+    # each row as stored (each moved value read back with it): its text not written again
+    vault: dict[str, Normal] = {}
     if case.monitoring is not None:
         vault[case_id] = normal_form(case.monitoring.to_wire())
     if moved:
