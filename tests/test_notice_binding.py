@@ -130,44 +130,54 @@ def test_a_directory_outbox_refuses_a_second_different_notice_for_a_case(tmp_pat
         outbox.send(second, verify(second, expectation_for(case, underwriting)))
 
 
+@pytest.mark.parametrize("by_file_system", [False, True], ids=["each-file", "file-system"])
 def test_a_sent_notice_and_its_report_are_on_disk_before_send_returns(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, by_file_system: bool
 ) -> None:
-    """Each file is flushed to disk before it takes its name, then the folder: the
-    journal records the notice as sent only after send returns, so a power cut never
-    leaves a notice.sent entry whose file was lost."""
+    """Each file is flushed to disk before it takes its name (one by one, or by its file
+    system at once), then the folder: the journal records the notice as sent only after
+    send returns, so a power cut never leaves a notice.sent entry whose file was lost."""
     import os
 
     from credit.journal import atomicfile
 
-    synced: list[tuple[str, list[str]]] = []  # each flush, and the names then in the folder
+    synced: list[tuple[object, list[str]]] = []  # each flush, and the names then in the folder
     folder = tmp_path / "outbox"
 
-    def fsync(fd: int) -> None:
-        synced.append((os.readlink(f"/proc/self/fd/{fd}"), sorted(os.listdir(folder))))
+    def names() -> list[str]:
+        return sorted(n for n in os.listdir(folder) if not n.startswith("."))
+
+    def fsync(fd: int) -> None:  # a file by its inode (it may have no name yet)
+        target = os.fstat(fd)
+        synced.append(
+            (str(folder) if target.st_ino == folder.stat().st_ino else target.st_ino, names())
+        )
+
+    def syncfs(fd: int) -> None:
+        synced.append(("file system", names()))
 
     monkeypatch.setattr(atomicfile.os, "fsync", fsync)
+    monkeypatch.setattr(atomicfile, "_syncfs", lambda: syncfs if by_file_system else None)
     notice, expectation = notice_and_expectation(COUNTER_CARD)
     outbox = DirectoryOutbox(folder)
     outbox.send(notice, verify(notice, expectation))
     named = ["G-COUNTER-CARD.notice.json", "G-COUNTER-CARD.report.json"]
-    files = [(Path(path).name, names) for path, names in synced if path != str(folder)]
-    assert [name.split(".tmp-")[0] for name, _ in files] == [
-        ".G-COUNTER-CARD.report.json",
-        ".G-COUNTER-CARD.notice.json",
-    ]
-    assert not {n for _, names in files for n in names} & set(named)  # flushed, then named
+    inodes = [(folder / n).stat().st_ino for n in reversed(named)]  # the report first
+    flushes = [what for what, _ in synced[:-1]]
+    assert flushes == (["file system"] if by_file_system else inodes)
+    assert all(names == [] for _, names in synced[:-1])  # flushed, then named
     assert synced[-1] == (str(folder), named)  # the names made durable, the folder once
-    assert [path for path, _ in synced].count(str(folder)) == 1
     assert sorted(p.name for p in folder.iterdir()) == named  # no temporary file left
 
 
+@pytest.mark.parametrize("by_file_system", [False, True], ids=["each-file", "file-system"])
 def test_notices_sent_together_are_each_flushed_before_any_takes_its_name(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, by_file_system: bool
 ) -> None:
-    """A group's notices (credit run's): every file flushed, then every name made, then
-    the folder flushed once; a notice refused (unverified, or another notice already
-    sent for its case) is refused in its place and the others are sent."""
+    """A group's notices (credit run's): every file flushed (one by one, or by its file
+    system at once), then every name made, then the folder flushed once; a notice
+    refused (unverified, or another notice already sent for its case) is refused in its
+    place and the others are sent."""
     import os
 
     from credit.journal import atomicfile
@@ -186,17 +196,21 @@ def test_notices_sent_together_are_each_flushed_before_any_takes_its_name(
     def fsync(fd: int) -> None:
         events.append(("flush", Path(os.readlink(f"/proc/self/fd/{fd}")).name))
 
+    def syncfs(fd: int) -> None:
+        events.append(("flush", "file system"))
+
     real_link, real_replace = os.link, os.replace
 
-    def link(src: Any, dst: Any) -> None:
+    def link(src: Any, dst: Any, **how: Any) -> None:
         events.append(("name", Path(dst).name))
-        real_link(src, dst)
+        real_link(src, dst, **how)
 
     def replace(src: Any, dst: Any) -> None:
         events.append(("name", Path(dst).name))
         real_replace(src, dst)
 
     monkeypatch.setattr(atomicfile.os, "fsync", fsync)
+    monkeypatch.setattr(atomicfile, "_syncfs", lambda: syncfs if by_file_system else None)
     monkeypatch.setattr(atomicfile.os, "link", link)
     monkeypatch.setattr(atomicfile.os, "replace", replace)
     outcomes = outbox.send_all(
@@ -211,7 +225,8 @@ def test_notices_sent_together_are_each_flushed_before_any_takes_its_name(
     assert isinstance(outcomes[1], NoticeError) and "different notice" in str(outcomes[1])
     assert isinstance(outcomes[2], UnverifiedNoticeError)
     kinds = [kind for kind, _ in events]
-    assert kinds == ["flush"] * 4 + ["name"] * 4 + ["flush"]  # the folder, once, last
+    flushes = 1 if by_file_system else 4
+    assert kinds == ["flush"] * flushes + ["name"] * 4 + ["flush"]  # the folder, once, last
     assert events[-1] == ("flush", folder.name)
     assert [name for kind, name in events if kind == "name"] == [
         f"{good[0][0].case_id}.report.json",
@@ -223,7 +238,7 @@ def test_notices_sent_together_are_each_flushed_before_any_takes_its_name(
         assert (folder / f"{notice.case_id}.notice.json").read_bytes() == notice.canonical_bytes()
     kept = (folder / f"{case.case_id}.notice.json").read_bytes()
     assert kept == sent_before.canonical_bytes()  # the notice sent before stands
-    assert not [p for p in folder.iterdir() if ".tmp-" in p.name]
+    assert not [p for p in folder.iterdir() if p.name.startswith(".")]
 
 
 @pytest.mark.parametrize("ours", ["the same notice", "another notice"])
