@@ -98,8 +98,9 @@ def write_all(groups: Sequence[Sequence[AtomicWrite]]) -> list[Exception | None]
 
 
 class _Staged:
-    """A file's bytes written under a temporary name (``temp``), or under none (``temp``
-    None: an unnamed file, named by linking its descriptor, kept open until then)."""
+    """A file's bytes written under a temporary name (``temp``, until the file takes
+    its own), or under none (``temp`` None from the start: an unnamed file, named by
+    linking its descriptor, kept open until then)."""
 
     __slots__ = ("fd", "temp", "write")
 
@@ -159,6 +160,7 @@ def _write_chunk(groups: Sequence[Sequence[AtomicWrite]]) -> list[Exception | No
                         )
                     elif item.write.replace:
                         os.replace(item.temp, path)
+                        item.temp = None  # the temporary name is gone with it
                     else:
                         os.link(item.temp, path)
                 except Exception as err:
