@@ -29,7 +29,7 @@ from credit.examples import generate_cases
 from credit.governance.onramp import intake
 from credit.journal import InMemoryStore, SqlStore, Store
 from credit.journal.base import Entry
-from credit.lifecycle import STANDING_KINDS, fold
+from credit.lifecycle import STANDING_KINDS, Lives, fold
 from credit.notices.outbox import DirectoryOutbox, InMemoryOutbox
 from credit.pipeline import BatchLine, Pipeline
 from credit.policy import PolicyRegistry
@@ -281,6 +281,48 @@ def test_a_case_stands_where_its_standing_entries_alone_put_it(
     kept = [e for e in renumbered if e.kind in STANDING_KINDS]
     assert _standing(kept) == _standing(renumbered)
     assert {_standing(v)[1] for v in journal.values()} >= {None, "review"}
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_a_life_folded_on_as_its_entries_grow_is_the_life_folded_whole(
+    journal: dict[str, list[Entry]], data: st.DataObject
+) -> None:
+    """Lives: a case's life asked for again and again as its entries grow (any cuts,
+    cases in any order, more cases than it keeps) is each time what folding the
+    entries whole gives."""
+    registry = PolicyRegistry.bundled()
+    lives = Lives(registry, most=2)
+    asked = data.draw(st.lists(st.sampled_from(sorted(journal)), min_size=1, max_size=8))
+    for case_id in asked:
+        entries = journal[case_id]
+        cuts = data.draw(st.lists(st.integers(1, len(entries)), max_size=4))
+        for cut in [*sorted(cuts), len(entries), len(entries)]:
+            assert lives(case_id, entries[:cut]) == fold(case_id, entries[:cut], registry)
+    assert len(lives._kept) <= 2  # the cases folded last, and no more
+
+
+def test_entries_that_are_not_the_ones_folded_before_are_folded_from_the_first(
+    journal: dict[str, list[Entry]],
+) -> None:
+    """Entries read afresh are other objects: a life is folded on only from the very
+    entries folded before (the first and the last of them the same objects)."""
+    registry = PolicyRegistry.bundled()
+    case_id = next(c for c, es in journal.items() if len(es) >= 5)
+    entries = journal[case_id]
+    lives = Lives(registry)
+    assert lives(case_id, entries[:4]).state != "withdrawn"
+    withdrawn = [entries[0].model_copy(update={"kind": "case.withdrawn"}), *entries[1:4]]
+    assert lives(case_id, withdrawn) == fold(case_id, withdrawn, registry)  # another first
+    assert lives(case_id, withdrawn).state == "withdrawn"
+    lives(case_id, entries[:4])
+    withdrawn = [*entries[:3], entries[3].model_copy(update={"kind": "case.withdrawn"})]
+    assert lives(case_id, withdrawn) == fold(case_id, withdrawn, registry)  # another last
+    assert lives(case_id, withdrawn).state == "withdrawn"
+    assert lives(case_id, entries) == fold(case_id, entries, registry)
+    assert lives(case_id, []) == fold(case_id, [], registry)
+    with pytest.raises(ValueError):
+        Lives(registry, most=0)
 
 
 # ------------------------------------------------------------------ the work finished first

@@ -57,6 +57,7 @@ from credit.lifecycle import (
     OFFICER_DECIDES,
     STANDING_KINDS,
     CaseLife,
+    Lives,
     WorkItem,
     fold,
     fold_all,
@@ -125,6 +126,7 @@ class CaseWork:
         self.outbox = outbox
         self.registry = registry or PolicyRegistry.bundled()
         self.keystone = keystone or Keystone(store, registry=self.registry)
+        self._lives = Lives(self.registry)  # a case's life folded on as its entries grow
         self.verifier = verifier or Verifier()
         self.clock = clock or clock_from_env()
         self.catalogue = catalogue or default_catalogue()
@@ -137,7 +139,7 @@ class CaseWork:
     def life(self, case_id: str) -> CaseLife:
         """The case's life from its entries, each one's MAC verified first: an entry
         the writer's key did not mark is never acted on (JournalIntegrityError)."""
-        return fold(case_id, self.store.authentic_entries(case_id), self.registry)
+        return self._lives(case_id, self.store.authentic_entries(case_id))
 
     def standing(self, case_id: str) -> tuple[Mapping[str, Any] | None, CaseLife]:
         """The case's document (None: never taken in) and its life, read together

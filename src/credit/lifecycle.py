@@ -76,6 +76,7 @@ __all__ = [
     "CurrentDecision",
     "GateView",
     "ItemKind",
+    "Lives",
     "State",
     "StateInfo",
     "WorkItem",
@@ -449,112 +450,202 @@ def _who(entry: Entry) -> str:
 
 def fold(case_id: str, entries: Iterable[Entry], registry: PolicyRegistry) -> CaseLife:
     """A case's life from its journal entries, in journal order."""
-    accepted: Entry | None = None
-    decision: CurrentDecision | None = None
-    reviews: dict[str, Review] = {}
-    held: Entry | None = None
-    approvals: list[Entry] = []
-    released: Entry | None = None
-    rejected: Entry | None = None
-    verified: Entry | None = None
-    sent: Entry | None = None
-    blocked: Entry | None = None
-    refused: Entry | None = None
-    failed: Entry | None = None
-    withdrawn: Entry | None = None
-    last_seq = 0
-    decisions = 0
-    for entry in entries:
-        last_seq = entry.seq
-        kind = entry.kind
-        if kind == INTAKE_ACCEPTED:
-            accepted = accepted or entry
-        elif kind in DECISION_KINDS:
-            decisions += 1
-            decision = _current(entry, decisions)
-            reviews, held, approvals = {}, None, []
-            released = rejected = verified = sent = blocked = None
-            refused = failed = None
-        elif kind in REVIEW_KINDS:
-            if _about(entry, decision):
-                review = Review.from_payload(case_id, entry.payload)
-                reviews.setdefault(review.reviewer, review)
-        elif kind == KEYSTONE_HELD:
-            if _about(entry, decision):
-                held = entry
-        elif kind == KEYSTONE_APPROVED:
-            if _about(entry, decision):
-                approvals.append(entry)
-        elif kind == KEYSTONE_RELEASED:
-            if _about(entry, decision):
-                released = entry
-        elif kind == KEYSTONE_REJECTED:
-            if _about(entry, decision):
-                rejected = entry
-        elif kind == NOTICE_VERIFIED:
-            if _about(entry, decision):
-                verified = entry
-        elif kind == NOTICE_SENT:
-            if _about(entry, decision):
-                sent = entry
-        elif kind == NOTICE_BLOCKED:
-            if _about(entry, decision):
-                blocked = entry
-        elif kind == SAFETY_REFUSAL:
-            if entry.payload.get("stage") != "notice":  # a notice refusal is a block
-                refused = entry
-        elif kind == TURN_FAILED:
-            failed = entry
-        elif kind == CASE_WITHDRAWN:
-            withdrawn = entry
-    as_of: dt.date | None = None
-    product: str | None = None
-    if accepted is not None:
-        try:
-            as_of = dt.date.fromisoformat(str(accepted.payload.get("asOf")))
-        except ValueError:
-            as_of = None
-        raw_product = accepted.payload.get("product")
-        product = raw_product if isinstance(raw_product, str) else None
-    if product is None and decision is not None:
-        product = decision.product
-    gate = GateView(
-        reviews=reviews,
-        held=held,
-        approvals=tuple(approvals),
-        released=released,
-        rejected=rejected,
+    return _Folding(case_id).fed(entries).life(registry)
+
+
+class _Folding:
+    """What :func:`fold` has read of a case's entries so far. :meth:`fed` folds more
+    entries on into a new folding (this one is never changed once made, so a folding
+    kept by :class:`Lives` may be folded on by any thread): folding ``a`` then ``b``
+    is folding ``a + b``."""
+
+    __slots__ = (
+        "accepted",
+        "approvals",
+        "blocked",
+        "case_id",
+        "decision",
+        "decisions",
+        "failed",
+        "held",
+        "last_seq",
+        "refused",
+        "rejected",
+        "released",
+        "reviews",
+        "sent",
+        "verified",
+        "withdrawn",
     )
-    state = _state(decision, gate, sent, blocked, refused, failed, withdrawn)
-    item = _item(
-        case_id,
-        state,
-        as_of,
-        registry,
-        accepted=accepted,
-        decision=decision,
-        gate=gate,
-        blocked=blocked,
-        refused=refused,
-        failed=failed,
-    )
-    return CaseLife(
-        case_id=case_id,
-        state=state,
-        as_of=as_of,
-        product=product,
-        last_seq=last_seq,
-        accepted=accepted,
-        decision=decision,
-        gate=gate,
-        verified=verified,
-        sent=sent,
-        blocked=blocked,
-        refused=refused,
-        failed=failed,
-        withdrawn=withdrawn,
-        item=item,
-    )
+
+    def __init__(self, case_id: str) -> None:
+        self.case_id = case_id
+        self.accepted: Entry | None = None
+        self.decision: CurrentDecision | None = None
+        self.reviews: dict[str, Review] = {}
+        self.held: Entry | None = None
+        self.approvals: list[Entry] = []
+        self.released: Entry | None = None
+        self.rejected: Entry | None = None
+        self.verified: Entry | None = None
+        self.sent: Entry | None = None
+        self.blocked: Entry | None = None
+        self.refused: Entry | None = None
+        self.failed: Entry | None = None
+        self.withdrawn: Entry | None = None
+        self.last_seq = 0
+        self.decisions = 0
+
+    def fed(self, entries: Iterable[Entry]) -> _Folding:
+        """A new folding: this one's, with ``entries`` (the case's next ones) folded on."""
+        f = _Folding(self.case_id)
+        for name in _Folding.__slots__:
+            setattr(f, name, getattr(self, name))
+        f.reviews, f.approvals = dict(self.reviews), list(self.approvals)
+        case_id = self.case_id
+        for entry in entries:
+            f.last_seq = entry.seq
+            kind = entry.kind
+            if kind == INTAKE_ACCEPTED:
+                f.accepted = f.accepted or entry
+            elif kind in DECISION_KINDS:
+                f.decisions += 1
+                f.decision = _current(entry, f.decisions)
+                f.reviews, f.held, f.approvals = {}, None, []
+                f.released = f.rejected = f.verified = f.sent = f.blocked = None
+                f.refused = f.failed = None
+            elif kind in REVIEW_KINDS:
+                if _about(entry, f.decision):
+                    review = Review.from_payload(case_id, entry.payload)
+                    f.reviews.setdefault(review.reviewer, review)
+            elif kind == KEYSTONE_HELD:
+                if _about(entry, f.decision):
+                    f.held = entry
+            elif kind == KEYSTONE_APPROVED:
+                if _about(entry, f.decision):
+                    f.approvals.append(entry)
+            elif kind == KEYSTONE_RELEASED:
+                if _about(entry, f.decision):
+                    f.released = entry
+            elif kind == KEYSTONE_REJECTED:
+                if _about(entry, f.decision):
+                    f.rejected = entry
+            elif kind == NOTICE_VERIFIED:
+                if _about(entry, f.decision):
+                    f.verified = entry
+            elif kind == NOTICE_SENT:
+                if _about(entry, f.decision):
+                    f.sent = entry
+            elif kind == NOTICE_BLOCKED:
+                if _about(entry, f.decision):
+                    f.blocked = entry
+            elif kind == SAFETY_REFUSAL:
+                if entry.payload.get("stage") != "notice":  # a notice refusal is a block
+                    f.refused = entry
+            elif kind == TURN_FAILED:
+                f.failed = entry
+            elif kind == CASE_WITHDRAWN:
+                f.withdrawn = entry
+        return f
+
+    def life(self, registry: PolicyRegistry) -> CaseLife:
+        """The life the entries folded so far say."""
+        accepted, decision = self.accepted, self.decision
+        as_of: dt.date | None = None
+        product: str | None = None
+        if accepted is not None:
+            try:
+                as_of = dt.date.fromisoformat(str(accepted.payload.get("asOf")))
+            except ValueError:
+                as_of = None
+            raw_product = accepted.payload.get("product")
+            product = raw_product if isinstance(raw_product, str) else None
+        if product is None and decision is not None:
+            product = decision.product
+        gate = GateView(
+            reviews=dict(self.reviews),
+            held=self.held,
+            approvals=tuple(self.approvals),
+            released=self.released,
+            rejected=self.rejected,
+        )
+        sent, blocked, refused = self.sent, self.blocked, self.refused
+        failed, withdrawn = self.failed, self.withdrawn
+        state = _state(decision, gate, sent, blocked, refused, failed, withdrawn)
+        item = _item(
+            self.case_id,
+            state,
+            as_of,
+            registry,
+            accepted=accepted,
+            decision=decision,
+            gate=gate,
+            blocked=blocked,
+            refused=refused,
+            failed=failed,
+        )
+        return CaseLife(
+            case_id=self.case_id,
+            state=state,
+            as_of=as_of,
+            product=product,
+            last_seq=self.last_seq,
+            accepted=accepted,
+            decision=decision,
+            gate=gate,
+            verified=self.verified,
+            sent=sent,
+            blocked=blocked,
+            refused=refused,
+            failed=failed,
+            withdrawn=withdrawn,
+            item=item,
+        )
+
+
+class Lives:
+    """:func:`fold` for the cases folded lately, each carried on from where it stopped.
+
+    A reader that asks for a case's life again and again while its entries grow (a
+    run's case: before its turn, after it, after its review, after its notice) hands
+    the case's entries each time; when they begin with the very entries (the same
+    objects) folded before, only the entries after them are folded on, and the same
+    entries again give the same life. Entries that are not the same objects (read
+    afresh from the database, or placed again after another writer's) are folded from
+    the first. The life is what :func:`fold` gives for the same entries (a hypothesis
+    property, ``tests/test_lifecycle.py``). The ``most`` cases folded last are kept,
+    so what it holds is bounded whatever the journal's size."""
+
+    def __init__(self, registry: PolicyRegistry, *, most: int = 1_024) -> None:
+        if most < 1:
+            raise ValueError(f"most must be at least 1, not {most}")
+        self.registry = registry
+        self._most = most
+        # case id -> (its folding, how many entries it folded, the first and the last)
+        self._kept: dict[str, tuple[_Folding, int, Entry, Entry, CaseLife]] = {}
+
+    def __call__(self, case_id: str, entries: Sequence[Entry]) -> CaseLife:
+        kept = self._kept.pop(case_id, None)  # (each step one operation on the dict:
+        count = len(entries)  # another thread may use it meanwhile)
+        if kept is not None:
+            folding, done, first, last, life = kept
+            if done <= count and entries[0] is first and entries[done - 1] is last:
+                if done < count:
+                    folding = folding.fed(entries[done:])
+                    life = folding.life(self.registry)
+                self._keep(case_id, (folding, count, first, entries[-1], life))
+                return life
+        folding = _Folding(case_id).fed(entries)
+        life = folding.life(self.registry)
+        if count:
+            self._keep(case_id, (folding, count, entries[0], entries[-1], life))
+        return life
+
+    def _keep(self, case_id: str, kept: tuple[_Folding, int, Entry, Entry, CaseLife]) -> None:
+        self._kept[case_id] = kept  # the most recently used last
+        if len(self._kept) > self._most:
+            for oldest in list(self._kept)[: len(self._kept) - self._most]:
+                self._kept.pop(oldest, None)
 
 
 def _state(

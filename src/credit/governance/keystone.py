@@ -48,7 +48,7 @@ from credit.kinds import (
     REVIEW_EQUIPOISE,
     REVIEW_KINDS,
 )
-from credit.lifecycle import CaseLife, fold, fold_all
+from credit.lifecycle import CaseLife, Lives, fold_all
 from credit.policy import PolicyRegistry
 from credit.roles import Actor, Role
 from credit.secondline.derive import shared_derivations
@@ -174,11 +174,12 @@ class Keystone:
         self.registry = registry or PolicyRegistry.bundled()
         self.equipoise = equipoise or Equipoise(store, registry=self.registry)
         self.backstop = backstop or Backstop(store, self.registry)
+        self._lives = Lives(self.registry)  # a case's life folded on as its entries grow
 
     # ------------------------------------------------------------ reading the journal
 
     def life(self, case_id: str) -> CaseLife:
-        return fold(case_id, self.store.entries(case_id), self.registry)
+        return self._lives(case_id, self.store.entries(case_id))
 
     def status(self, case_id: str) -> KeystoneStatus:
         """The case's standing at the gate, from the journal alone."""
