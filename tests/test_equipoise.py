@@ -253,20 +253,21 @@ def test_a_review_reads_no_file_again_that_the_pool_has_just_read(
     """The comparison pool reads a run group's decided cases just before their reviews:
     what it parsed (the file, the monitoring data) is what the reviews use, and a case
     it has not read is read as before."""
-    import credit.governance.equipoise as equipoise_module
+    import credit.models as models_module
 
     record(store, auto_case(case_id="P-B", score=650), monitor=monitoring(race="White"))
     record_declined(store, auto_case(case_id="P-A", score=700), race="Asian")
     equipoise = Equipoise(store)
     pool = equipoise.pool()  # reads both cases' files
     parsed: list[str] = []
-    real = equipoise_module.parse_case
+    real = models_module.parse_case
 
     def counted(data: Any) -> Any:
         parsed.append(data["caseId"])
         return real(data)
 
-    monkeypatch.setattr(equipoise_module, "parse_case", counted)
+    monkeypatch.setattr(models_module, "parse_case", counted)
+    monkeypatch.setattr(models_module, "_STORED", {})  # the review's own keeping, alone
     review = equipoise.review("P-A", pool=pool)
     assert parsed == []  # the pool's reading of P-A served the review
     assert codes(review) == [

@@ -37,6 +37,7 @@ from credit.journal import (
     entry_hash,
     open_store,
 )
+from credit.kept import ReadOnlyDict
 
 PG_ENV = "CREDIT_TEST_DATABASE_URL"
 BACKENDS = ("memory", "sqlite", "postgresql")
@@ -238,6 +239,31 @@ def test_a_document_in_its_normal_form_is_stored_as_it_reads_back(store: Store) 
     assert store.put_monitoring("C-1", normal_form({"age": 61, "sex": "F"})) is True
     assert store.put_monitoring("C-1", normal_form({"sex": "M"})) is False
     assert store.get_monitoring("C-1") == {"age": 61, "sex": "F"}
+
+
+@pytest.mark.parametrize("grouped", [False, True], ids=["alone", "in-a-group"])
+def test_a_stored_document_is_read_only_and_in_a_group_the_same_object_each_read(
+    store: Store, grouped: bool
+) -> None:
+    """What a case's readers may keep by the document (its parse, stored_case) holds
+    only while nobody can change it: the store hands it read-only, and in a group (and
+    in memory) the same object each time, so the group's readers share one parse."""
+    in_group = grouped and isinstance(store, SqlStore)  # (the in-memory store: alone)
+    with (
+        store.group_commit(["C-1"])
+        if isinstance(store, SqlStore) and in_group
+        else contextlib.nullcontext()
+    ):
+        store.put_case("C-1", normal_form({"caseId": "C-1", "application": {"x": 1}}))
+        first = store.get_case("C-1")
+        assert first == {"caseId": "C-1", "application": {"x": 1}}
+        assert isinstance(first, ReadOnlyDict)
+        with pytest.raises(TypeError):
+            first["caseId"] = "C-2"  # type: ignore[index]
+        if in_group or isinstance(store, InMemoryStore):
+            assert store.get_case("C-1") is first
+    again = store.get_case("C-1")
+    assert isinstance(again, ReadOnlyDict) and again == first
 
 
 def _stored_document(url: str, schema: str | None) -> str:

@@ -62,7 +62,7 @@ from credit.lifecycle import (
     fold,
     fold_all,
 )
-from credit.models import Case, parse_case
+from credit.models import Case, stored_case
 from credit.notice_format import Notice, NoticeBasis
 from credit.notices.outbox import Outbox, notice_file_problem
 from credit.notices.render import render_notice
@@ -314,7 +314,7 @@ class CaseWork:
         document = self.store.get_case(case_id)
         if document is None:
             raise NoticeError("the case document is missing from the store", case_id=case_id)
-        return parse_case(dict(document))
+        return stored_case(document)
 
     def notify(self, case_id: str) -> CaseLife:
         """The notice step for one case (when its state is ``notice-pending``)."""

@@ -47,7 +47,7 @@ from credit.journal.base import Entry, Store
 from credit.journal.naming import decision_ref
 from credit.kinds import OFFICER_DECIDED
 from credit.lifecycle import recorded_reasons
-from credit.models import Application, Case, CreditReport, Decision, parse_case, parse_decision
+from credit.models import Application, Case, CreditReport, Decision, parse_decision, stored_case
 from credit.policy import Policy, PolicyRegistry
 from credit.secondline import Derivation, Difference, compare, derive
 from credit.secondline.derive import capacity, score_band
@@ -279,7 +279,7 @@ class Backstop:
             findings.append(_holds("case_unreadable", "no case document is on file"))
             return None
         try:
-            return parse_case(dict(document))
+            return stored_case(document)
         except InputError as err:
             findings.append(_holds("case_unreadable", f"the case document: {err}"))
             return None

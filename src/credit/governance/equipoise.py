@@ -71,7 +71,7 @@ from credit.governance.portfolio import PortfolioReport, adverse_impact_report, 
 from credit.journal.base import Entry, Store
 from credit.journal.naming import decision_id_of, decision_ref, names_decision
 from credit.kinds import DECISION_KINDS, GUARD_REDACTED, KEYSTONE_REJECTED
-from credit.models import Case, Decision, MonitoringData, parse_case, parse_decision
+from credit.models import Case, Decision, MonitoringData, parse_decision, stored_case
 from credit.policy import PolicyRegistry
 from credit.secondline import derive
 
@@ -547,7 +547,7 @@ class Equipoise:
             case = None if document is None else _recall(self._cases, case_id)
             if document is not None and case is None:  # a case's document never changes
                 try:
-                    case = parse_case(dict(document))
+                    case = stored_case(document)
                 except InputError:
                     case = None
                 if case is not None:
@@ -566,7 +566,7 @@ class Equipoise:
         if document is None:
             return None
         try:
-            case = parse_case(dict(document))
+            case = stored_case(document)
         except InputError:
             return None
         _keep(self._cases, case_id, case)

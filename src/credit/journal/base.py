@@ -52,6 +52,7 @@ from credit.journal.audit import (
 from credit.journal.merkle import KeptFrontiers, MerkleLog, leaf_hash
 from credit.journal.signer import JournalKey, ephemeral_key
 from credit.journal.tree import covering_checkpoint, sign_head
+from credit.kept import ReadOnlyDict
 from credit.kinds import DECISION_RECORDED, INTAKE_ACCEPTED
 
 __all__ = [
@@ -452,7 +453,13 @@ class Store(Protocol):
         stored as its text, not written again."""
         ...
 
-    def get_case(self, case_id: str) -> Mapping[str, Any] | None: ...
+    def get_case(self, case_id: str) -> Mapping[str, Any] | None:
+        """The stored case document (None: none is stored), read-only (a
+        :class:`~credit.kept.ReadOnlyDict`: copy it to change it); the same object
+        each time it is read while the store holds it in memory (the in-memory store,
+        a group commit's view of the case), so what is read from it may be kept by it
+        (:func:`credit.models.stored_case`)."""
+        ...
 
     def put_monitoring(self, case_id: str, data: Mapping[str, Any] | Normal) -> bool:
         """Store a vault row; False if one is stored under ``case_id``. A
@@ -787,7 +794,7 @@ class InMemoryStore:
         with self._lock:
             if case_id in self._cases:
                 return False
-            self._cases[case_id] = dict(value)
+            self._cases[case_id] = ReadOnlyDict(value)
             return True
 
     def get_case(self, case_id: str) -> Mapping[str, Any] | None:

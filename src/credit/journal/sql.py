@@ -116,6 +116,7 @@ from credit.journal.merkle import KeptFrontiers, MerkleLog, leaf_hash
 from credit.journal.signer import JournalKey, load_journal_key
 from credit.journal.tree import LastSigned, covering_checkpoint, sign_head
 from credit.journal.writerlock import FifoLock, signer_lock, writer_lock
+from credit.kept import ReadOnlyDict
 from credit.kinds import INTAKE_ACCEPTED
 
 __all__ = [
@@ -552,11 +553,11 @@ class _Carried:
 
 def _stored_document(
     case_id: str, text: str, accepted: Mapping[str, Any] | None
-) -> tuple[dict[str, Any], bool]:
-    """A case's stored document and whether it was checked: against the digest its
+) -> tuple[ReadOnlyDict[str, Any], bool]:
+    """A case's stored document (read-only) and whether it was checked: against the digest its
     intake.accepted payload ``accepted`` took in (JournalIntegrityError, ``case-document``,
     when it is not that document; unchecked when no digest binds it)."""
-    document = dict(loads(text))
+    document = ReadOnlyDict(loads(text))
     digest = accepted_digest(accepted or {})
     problem = document_problem(document, digest, text=text)
     if problem is not None:
@@ -1704,7 +1705,7 @@ class SqlStore:
                     last = group.conn.execute(self._q.max_position)
                     group.position = int(last.scalar_one() or 0)
                 group.position += 1
-                view.document = dict(loads(text) if normal is None else normal.value)
+                view.document = ReadOnlyDict(loads(text) if normal is None else normal.value)
                 view.document_text = text
                 group.case_rows.append(
                     {"case_id": case_id, "position": group.position, "document": text}
@@ -1737,7 +1738,7 @@ class SqlStore:
                     if problem is not None:
                         raise Finding("case-document", problem, case_id=case_id).error()
                     view.document_checked = digest is not None
-                return dict(view.document)
+                return view.document  # read-only: the same object each time it is read
         with self._read() as conn:
             text = conn.execute(self._q.document, {"case_id": case_id}).scalar_one_or_none()
             accepted = None if text is None else self._accepted(conn, case_id)

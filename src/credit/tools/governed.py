@@ -32,7 +32,7 @@ from credit.decision_record import CompletedDecision, complete
 from credit.errors import InputError
 from credit.governance.governor import Governor
 from credit.journal.base import Store
-from credit.models import Decision, parse_case
+from credit.models import Decision, stored_case
 from credit.policy import Policy, PolicyRegistry
 
 __all__ = [
@@ -203,7 +203,7 @@ class CaseTools:
 
     def _complete(self, decision: Decision, codes: Sequence[str] | None) -> CompletedDecision:
         """Complete a submitted decision from the catalogue and this case's file."""
-        case = parse_case(dict(self._document()))
+        case = stored_case(self._document())
         return complete(
             decision,
             codes,
