@@ -249,8 +249,10 @@ def parse_case(data: Any) -> Case:
 
 
 # The cases of the read-only documents read last (stored_case): id -> (document, case).
+# A run's group of cases (250) and a few more: a group's readers of a case read it
+# within the group; kept longer, the cases only cost the garbage collector its walks.
 _STORED: dict[int, tuple[Mapping[str, Any], Case]] = {}
-STORED_KEPT: Final = 1_024
+STORED_KEPT: Final = 256
 
 
 def stored_case(document: Mapping[str, Any]) -> Case:
