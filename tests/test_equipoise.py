@@ -254,6 +254,7 @@ def test_a_review_reads_no_file_again_that_the_pool_has_just_read(
     what it parsed (the file, the monitoring data) is what the reviews use, and a case
     it has not read is read as before."""
     import credit.models as models_module
+    from credit.kept import KeptPer
 
     record(store, auto_case(case_id="P-B", score=650), monitor=monitoring(race="White"))
     record_declined(store, auto_case(case_id="P-A", score=700), race="Asian")
@@ -267,7 +268,8 @@ def test_a_review_reads_no_file_again_that_the_pool_has_just_read(
         return real(data)
 
     monkeypatch.setattr(models_module, "parse_case", counted)
-    monkeypatch.setattr(models_module, "_STORED", {})  # the review's own keeping, alone
+    # the review's own keeping, alone
+    monkeypatch.setattr(models_module, "_stored", KeptPer(counted))
     review = equipoise.review("P-A", pool=pool)
     assert parsed == []  # the pool's reading of P-A served the review
     assert codes(review) == [

@@ -259,14 +259,15 @@ def test_decisions_are_immutable() -> None:
 # ----------------------------------------------------------------------------- a stored case
 
 
-def test_a_stored_document_is_parsed_once_while_it_is_among_those_read_last(
+def test_a_stored_document_is_parsed_once_while_it_lives(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """stored_case: the case of a read-only document, read once for that object (its
-    readers share one immutable Case); another object, or a plain mapping, is parsed as
-    it comes; a document that is not a case is refused each time it is read."""
+    """stored_case: the case of a read-only document, read once for that object while
+    it lives (its readers share one immutable Case); another object, or a plain
+    mapping, is parsed as it comes; a document that is not a case is refused each time
+    it is read."""
     from credit import models
-    from credit.kept import ReadOnlyDict
+    from credit.kept import KeptPer, ReadOnlyDict
 
     parsed: list[str] = []
     real = models.parse_case
@@ -276,8 +277,7 @@ def test_a_stored_document_is_parsed_once_while_it_is_among_those_read_last(
         return real(data)
 
     monkeypatch.setattr(models, "parse_case", counted)
-    monkeypatch.setattr(models, "STORED_KEPT", 2)
-    monkeypatch.setattr(models, "_STORED", {})
+    monkeypatch.setattr(models, "_stored", KeptPer(counted))
     first = ReadOnlyDict(loads(dumps(card_case(case_id="S-1"))))
     case = models.stored_case(first)
     assert case == real(dict(first))
@@ -287,16 +287,13 @@ def test_a_stored_document_is_parsed_once_while_it_is_among_those_read_last(
     plain = dict(first)
     assert models.stored_case(plain) == case and models.stored_case(plain) == case
     assert parsed == ["S-1"] * 4
-    for other in ("S-2", "S-3"):  # two more read: the first is no longer kept
-        models.stored_case(ReadOnlyDict(loads(dumps(card_case(case_id=other)))))
-    assert len(models._STORED) == 2
-    assert models.stored_case(first) == case and parsed[-1] == "S-1"
-    # a document gone and another made at its address (an id reused) is not taken for it
-    newer = ReadOnlyDict(loads(dumps(card_case(case_id="S-4"))))
-    models._STORED[id(newer)] = (first, case)
-    assert models.stored_case(newer).case_id == "S-4"
+    kept = models._stored._kept
+    assert len(kept) == 2
+    del same_text  # a document gone takes what was read from it along
+    assert len(kept) == 1
     broken = ReadOnlyDict({**first, "colour": "red"})
     for _ in range(2):
         with pytest.raises(InputError) as info:
             models.stored_case(broken)
         assert info.value.field == "colour"
+    assert len(kept) == 1  # nothing kept for a document that is not a case

@@ -92,9 +92,10 @@ class ReadOnlyDict(_Refuses, dict[_Key, _Value]):
     kept per pinned data), so its data cannot change under what was kept. A version
     with other values is another object, built from a copy (``{**mapping, key: ...}``
     is a plain dict). A dict otherwise: it reads, compares, copies into a dict and
-    pickles (to another process) as one."""
+    pickles (to another process) as one. What is derived from one alone may be kept
+    while it lives (it can be referred to weakly: :class:`KeptPer`)."""
 
-    __slots__ = ()
+    __slots__ = ("__weakref__",)
     __setitem__ = __delitem__ = __ior__ = _Refuses._read_only
     clear = pop = popitem = setdefault = update = _Refuses._read_only
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping
 from decimal import Decimal
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     Field,
@@ -33,7 +33,7 @@ from credit.application import (
     WireModel,
 )
 from credit.errors import InputError
-from credit.kept import ReadOnlyDict
+from credit.kept import KeptPer, ReadOnlyDict
 
 __all__ = [
     "DECISIONS",
@@ -248,33 +248,24 @@ def parse_case(data: Any) -> Case:
         raise input_error_from(err, case_id=case_id if isinstance(case_id, str) else None) from None
 
 
-# The cases of the read-only documents read last (stored_case): id -> (document, case).
-# A run's group of cases (250) and a few more: a group's readers of a case read it
-# within the group; kept longer, the cases only cost the garbage collector its walks.
-_STORED: dict[int, tuple[Mapping[str, Any], Case]] = {}
-STORED_KEPT: Final = 256
-
-
 def stored_case(document: Mapping[str, Any]) -> Case:
     """The case a stored document holds (:func:`parse_case` of it), read once for each
-    read-only document (a :class:`~credit.kept.ReadOnlyDict`) while it is among the
-    :data:`STORED_KEPT` read last. A store hands one such document for a case
-    throughout a group commit (:meth:`credit.journal.base.Store.get_case`), so the
-    group's readers of the case (the tools' completion of a decision, Backstop,
-    Equipoise, the notice step) share one parse: a :class:`Case` is immutable all the
-    way down (frozen models, tuples). Any other mapping is parsed as it comes; a
-    document that is not a case raises InputError each time it is read."""
+    read-only document (a :class:`~credit.kept.ReadOnlyDict`) while it lives. A store
+    hands one such document for a case throughout a group commit
+    (:meth:`credit.journal.base.Store.get_case`), so the group's readers of the case
+    (the tools' completion of a decision, Backstop, Equipoise, the notice step) share
+    one parse: a :class:`Case` is immutable all the way down (frozen models, tuples),
+    and each reader gets exactly what :func:`parse_case` of the stored document gives.
+    Any other mapping is parsed as it comes; a document that is not a case raises
+    InputError each time it is read."""
     if type(document) is not ReadOnlyDict:
         return parse_case(dict(document))
-    kept = _STORED.get(id(document))
-    if kept is not None and kept[0] is document:
-        return kept[1]
-    case = parse_case(document)
-    _STORED[id(document)] = (document, case)  # (each step one operation on the dict:
-    if len(_STORED) > STORED_KEPT:  # another thread may use it meanwhile)
-        for oldest in list(_STORED)[: len(_STORED) - STORED_KEPT]:
-            _STORED.pop(oldest, None)
-    return case
+    return _stored(document)
+
+
+# The case of each read-only document read, kept while the document lives (no longer:
+# the store drops a group's documents with its views).
+_stored: KeptPer[ReadOnlyDict[str, Any], Case] = KeptPer(parse_case)
 
 
 def parse_decision(data: Any, *, case_id: str | None = None) -> Decision:
