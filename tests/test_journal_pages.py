@@ -302,6 +302,23 @@ def test_a_life_folded_on_as_its_entries_grow_is_the_life_folded_whole(
     assert len(lives._kept) <= 2  # the cases folded last, and no more
 
 
+def test_folding_on_never_changes_the_folding_folded_on_from(
+    journal: dict[str, list[Entry]],
+) -> None:
+    """What Lives keeps may be folded on by two threads at once: folding on makes a new
+    folding and leaves the one it started from as it was."""
+    from credit.lifecycle import _Folding
+
+    registry = PolicyRegistry.bundled()
+    for case_id, entries in journal.items():
+        for cut in range(len(entries) + 1):
+            start = _Folding(case_id)
+            start.feed(entries[:cut])
+            on = start.fed(entries[cut:])
+            assert start.life(registry) == fold(case_id, entries[:cut], registry)
+            assert on.life(registry) == fold(case_id, entries, registry)
+
+
 def test_entries_that_are_not_the_ones_folded_before_are_folded_from_the_first(
     journal: dict[str, list[Entry]],
 ) -> None:

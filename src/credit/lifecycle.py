@@ -451,14 +451,16 @@ def _who(entry: Entry) -> str:
 
 def fold(case_id: str, entries: Iterable[Entry], registry: PolicyRegistry) -> CaseLife:
     """A case's life from its journal entries, in journal order."""
-    return _Folding(case_id).fed(entries).life(registry)
+    folding = _Folding(case_id)
+    folding.feed(entries)
+    return folding.life(registry)
 
 
 class _Folding:
     """What :func:`fold` has read of a case's entries so far. :meth:`fed` folds more
-    entries on into a new folding (this one is never changed once made, so a folding
-    kept by :class:`Lives` may be folded on by any thread): folding ``a`` then ``b``
-    is folding ``a + b``."""
+    entries on into a new folding (a folding kept by :class:`Lives` is never changed
+    once kept, so any thread may fold on from it): folding ``a`` then ``b`` is folding
+    ``a + b``."""
 
     __slots__ = (
         "accepted",
@@ -503,51 +505,67 @@ class _Folding:
         for name in _Folding.__slots__:
             setattr(f, name, getattr(self, name))
         f.reviews, f.approvals = dict(self.reviews), list(self.approvals)
-        case_id = self.case_id
+        f.feed(entries)
+        return f
+
+    def feed(self, entries: Iterable[Entry]) -> None:
+        """Fold ``entries`` (the case's next ones) on, in place (only a folding no one
+        else holds yet: :meth:`fed` makes one)."""
+        case_id, accepted, decision = self.case_id, self.accepted, self.decision
+        reviews, held, approvals = self.reviews, self.held, self.approvals
+        released, rejected, verified = self.released, self.rejected, self.verified
+        sent, blocked, refused = self.sent, self.blocked, self.refused
+        failed, withdrawn = self.failed, self.withdrawn
+        last_seq, decisions = self.last_seq, self.decisions
         for entry in entries:
-            f.last_seq = entry.seq
+            last_seq = entry.seq
             kind = entry.kind
             if kind == INTAKE_ACCEPTED:
-                f.accepted = f.accepted or entry
+                accepted = accepted or entry
             elif kind in DECISION_KINDS:
-                f.decisions += 1
-                f.decision = _current(entry, f.decisions)
-                f.reviews, f.held, f.approvals = {}, None, []
-                f.released = f.rejected = f.verified = f.sent = f.blocked = None
-                f.refused = f.failed = None
+                decisions += 1
+                decision = _current(entry, decisions)
+                reviews, held, approvals = {}, None, []
+                released = rejected = verified = sent = blocked = None
+                refused = failed = None
             elif kind in REVIEW_KINDS:
-                if _about(entry, f.decision):
+                if _about(entry, decision):
                     review = Review.from_payload(case_id, entry.payload)
-                    f.reviews.setdefault(review.reviewer, review)
+                    reviews.setdefault(review.reviewer, review)
             elif kind == KEYSTONE_HELD:
-                if _about(entry, f.decision):
-                    f.held = entry
+                if _about(entry, decision):
+                    held = entry
             elif kind == KEYSTONE_APPROVED:
-                if _about(entry, f.decision):
-                    f.approvals.append(entry)
+                if _about(entry, decision):
+                    approvals.append(entry)
             elif kind == KEYSTONE_RELEASED:
-                if _about(entry, f.decision):
-                    f.released = entry
+                if _about(entry, decision):
+                    released = entry
             elif kind == KEYSTONE_REJECTED:
-                if _about(entry, f.decision):
-                    f.rejected = entry
+                if _about(entry, decision):
+                    rejected = entry
             elif kind == NOTICE_VERIFIED:
-                if _about(entry, f.decision):
-                    f.verified = entry
+                if _about(entry, decision):
+                    verified = entry
             elif kind == NOTICE_SENT:
-                if _about(entry, f.decision):
-                    f.sent = entry
+                if _about(entry, decision):
+                    sent = entry
             elif kind == NOTICE_BLOCKED:
-                if _about(entry, f.decision):
-                    f.blocked = entry
+                if _about(entry, decision):
+                    blocked = entry
             elif kind == SAFETY_REFUSAL:
                 if entry.payload.get("stage") != "notice":  # a notice refusal is a block
-                    f.refused = entry
+                    refused = entry
             elif kind == TURN_FAILED:
-                f.failed = entry
+                failed = entry
             elif kind == CASE_WITHDRAWN:
-                f.withdrawn = entry
-        return f
+                withdrawn = entry
+        self.accepted, self.decision = accepted, decision
+        self.reviews, self.held, self.approvals = reviews, held, approvals
+        self.released, self.rejected, self.verified = released, rejected, verified
+        self.sent, self.blocked, self.refused = sent, blocked, refused
+        self.failed, self.withdrawn = failed, withdrawn
+        self.last_seq, self.decisions = last_seq, decisions
 
     def life(self, registry: PolicyRegistry) -> CaseLife:
         """The life the entries folded so far say."""
@@ -643,7 +661,8 @@ class Lives:
                     life = folding.life(self.registry)
                 self._keep(case_id, (folding, count, first, entries[-1], life))
                 return life
-        folding = _Folding(case_id).fed(entries)
+        folding = _Folding(case_id)
+        folding.feed(entries)
         life = folding.life(self.registry)
         if count:
             self._keep(case_id, (folding, count, entries[0], entries[-1], life))
