@@ -22,7 +22,9 @@ less. On Linux 5.8 and later the files are flushed by ``syncfs`` on each folder'
 system, once for all of them (one journal commit, where flushing each file commits
 the journal once a file; from 5.8 ``syncfs`` reports a failure to write back, as
 ``fsync`` does, and a failure fails every group with a file on that file system);
-elsewhere, and for a single file, each file is flushed alone. Measured here (files of
+elsewhere, and for fewer than :data:`SYNCFS_FILES` files (a service's one notice and
+its report: ``syncfs`` would wait for whatever else is waiting on the file system too,
+another program's writes), each file is flushed alone. Measured here (files of
 2.5 KB, 60 a chunk): about 60 us of system CPU a file flushed alone against 3 so; in
 ``credit run`` on 2 workers (4,000 generated cases, two pairs alternating with the
 files flushed one by one) 579-602 cases a second against 543-555, the system CPU a
@@ -49,6 +51,12 @@ __all__ = ["AtomicWrite", "write_all", "write_atomic"]
 # Files held open at once by write_all (each a descriptor until it is flushed): a
 # larger batch is written in chunks of this many.
 OPEN_FILES: Final = 64
+
+# A chunk of at least this many files is flushed by its file systems at once (syncfs,
+# where it can be); fewer, each file alone. syncfs flushes whatever else waits on the
+# file system too (another program's writes), which a few files (a service's one
+# notice and its report) should not wait for; a run's group of notices gains from it.
+SYNCFS_FILES: Final = 8
 
 # Unnamed files: the flag, where the system has one, and /proc to name them through
 # (read once: a process without /proc mounted writes named temporary files).
@@ -122,7 +130,7 @@ def _write_chunk(groups: Sequence[Sequence[AtomicWrite]]) -> list[Exception | No
                 except Exception as err:
                     problems[g] = err
                     break
-        syncfs = _syncfs() if sum(map(len, staged)) > 1 else None
+        syncfs = _syncfs() if sum(map(len, staged)) >= SYNCFS_FILES else None
         unflushed: dict[Path, Exception] = {}  # a folder whose file system failed its flush
         if syncfs is not None:  # each file system once, for all its files
             for folder, fd in {i.write.path.parent: i.fd for f in staged for i in f}.items():
