@@ -20,9 +20,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from credit import Policy, Underwriting, decide_case, default_policy, parse_case
 from credit.underwriting.capacity import amortised_payment, card_payment, dti_pct
+
+# Tests never assert on wall time: hypothesis's own deadline (200 ms an example) is one,
+# and a shared machine's load (a file system's flush, another job) can pass it. Every
+# property runs without it; a test may still set its own settings.
+settings.register_profile("credit", deadline=None)
+settings.load_profile("credit")
 
 POLICY = default_policy()
 
