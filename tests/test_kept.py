@@ -206,3 +206,22 @@ def test_a_read_only_array_refuses_every_change_and_reads_as_a_list() -> None:
     assert again == items and type(again) is ReadOnlyList
     with pytest.raises(TypeError, match="read-only"):
         again.append(1)
+
+
+def test_recent_keeps_the_values_of_the_keys_used_last() -> None:
+    """A bounded table: a key read or kept becomes the newest; past ``most`` keys the
+    one used longest ago goes, and a key kept again replaces its value."""
+    from credit.kept import Recent
+
+    recent: Recent[str, int] = Recent(2)
+    recent.put("a", 1)
+    recent.put("b", 2)
+    assert recent.get("a") == 1  # a is now the newest
+    recent.put("c", 3)  # b, used longest ago, goes
+    assert (recent.get("b"), recent.get("a"), recent.get("c")) == (None, 1, 3)
+    recent.put("a", 10)  # replaced, the newest
+    recent.put("d", 4)  # c goes
+    assert (recent.get("c"), recent.get("a"), recent.get("d")) == (None, 10, 4)
+    assert len(recent) == 2
+    with pytest.raises(ValueError):
+        Recent(0)

@@ -21,6 +21,7 @@ __all__ = [
     "KeptPer",
     "ReadOnlyDict",
     "ReadOnlyList",
+    "Recent",
     "frozen_json",
     "read_only",
     "read_only_fields",
@@ -63,6 +64,39 @@ class KeptPer(Generic[_Of, _Built]):
             for oldest in list(kept)[: len(kept) - self._most]:
                 kept.pop(oldest, None)
         return built
+
+
+class Recent(Generic[_Key, _Value]):
+    """The values of the ``most`` keys used last (a bounded table: a key read or kept
+    becomes the newest, and past ``most`` keys the oldest go). Each step is one
+    operation on its dict, so threads may share one: at worst a value is built twice.
+    For what is kept by a key that is not an immutable object (:class:`KeptPer` is
+    for those)."""
+
+    def __init__(self, most: int) -> None:
+        if most < 1:
+            raise ValueError(f"most must be at least 1, not {most}")
+        self._most = most
+        self._kept: dict[_Key, _Value] = {}
+
+    def get(self, key: _Key) -> _Value | None:
+        """The value kept for ``key`` (None: none), now the newest."""
+        value = self._kept.pop(key, None)
+        if value is not None:
+            self._kept[key] = value
+        return value
+
+    def put(self, key: _Key, value: _Value) -> None:
+        """Keep ``value`` for ``key``, the newest; the oldest go past ``most``."""
+        kept = self._kept
+        kept.pop(key, None)
+        kept[key] = value
+        if len(kept) > self._most:
+            for oldest in list(kept)[: len(kept) - self._most]:
+                kept.pop(oldest, None)
+
+    def __len__(self) -> int:
+        return len(self._kept)
 
 
 def _drop(kept: dict[int, tuple[weakref.ref[Any], Any]], key: int, ref: weakref.ref[Any]) -> None:

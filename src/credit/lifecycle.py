@@ -48,6 +48,7 @@ from credit.errors import PolicyError
 from credit.governance.findings import Finding, Review
 from credit.journal.base import Entry
 from credit.journal.naming import decision_id_of, decision_ref, names_decision
+from credit.kept import Recent
 from credit.kinds import (
     CASE_WITHDRAWN,
     DECISION_KINDS,
@@ -643,36 +644,28 @@ class Lives:
     (:data:`LIVES_KEPT`), so what it holds is bounded whatever the journal's size."""
 
     def __init__(self, registry: PolicyRegistry, *, most: int = LIVES_KEPT) -> None:
-        if most < 1:
-            raise ValueError(f"most must be at least 1, not {most}")
         self.registry = registry
-        self._most = most
-        # case id -> (its folding, how many entries it folded, the first and the last)
-        self._kept: dict[str, tuple[_Folding, int, Entry, Entry, CaseLife]] = {}
+        # case id -> (its folding, how many entries it folded, the first and the last
+        # of them, the life they gave)
+        self._kept: Recent[str, tuple[_Folding, int, Entry, Entry, CaseLife]] = Recent(most)
 
     def __call__(self, case_id: str, entries: Sequence[Entry]) -> CaseLife:
-        kept = self._kept.pop(case_id, None)  # (each step one operation on the dict:
-        count = len(entries)  # another thread may use it meanwhile)
+        count = len(entries)
+        kept = self._kept.get(case_id)
         if kept is not None:
             folding, done, first, last, life = kept
             if done <= count and entries[0] is first and entries[done - 1] is last:
                 if done < count:
                     folding = folding.fed(entries[done:])
                     life = folding.life(self.registry)
-                self._keep(case_id, (folding, count, first, entries[-1], life))
+                    self._kept.put(case_id, (folding, count, first, entries[-1], life))
                 return life
         folding = _Folding(case_id)
         folding.feed(entries)
         life = folding.life(self.registry)
         if count:
-            self._keep(case_id, (folding, count, entries[0], entries[-1], life))
+            self._kept.put(case_id, (folding, count, entries[0], entries[-1], life))
         return life
-
-    def _keep(self, case_id: str, kept: tuple[_Folding, int, Entry, Entry, CaseLife]) -> None:
-        self._kept[case_id] = kept  # the most recently used last
-        if len(self._kept) > self._most:
-            for oldest in list(self._kept)[: len(self._kept) - self._most]:
-                self._kept.pop(oldest, None)
 
 
 def _state(

@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import base64
 import zlib
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -70,6 +69,7 @@ from credit.governance.findings import Finding, Review
 from credit.governance.portfolio import PortfolioReport, adverse_impact_report, portfolio_rows
 from credit.journal.base import Entry, Store
 from credit.journal.naming import decision_id_of, decision_ref, names_decision
+from credit.kept import Recent
 from credit.kinds import DECISION_KINDS, GUARD_REDACTED, KEYSTONE_REJECTED
 from credit.models import Case, Decision, MonitoringData, parse_decision, stored_case
 from credit.policy import PolicyRegistry
@@ -77,7 +77,6 @@ from credit.secondline import derive
 
 __all__ = ["POOL_FORMAT", "POOL_MARK", "ComparisonPool", "Equipoise", "file_factors"]
 
-_V = TypeVar("_V")
 
 _SHOWN = 5  # comparables named in a finding (the count is given in full)
 _CACHED = 1024  # parsed files and monitoring records kept, the most recently used
@@ -90,20 +89,6 @@ POOL_MARK: Final = "equipoise.pool"
 POOL_FORMAT: Final = 3
 _INTS: Final = "<i8"
 _FLOATS: Final = "<f8"
-
-
-def _recall(cache: OrderedDict[str, _V], key: str) -> _V | None:
-    value = cache.get(key)
-    if value is not None:
-        cache.move_to_end(key)
-    return value
-
-
-def _keep(cache: OrderedDict[str, _V], key: str, value: _V) -> None:
-    cache[key] = value
-    cache.move_to_end(key)
-    while len(cache) > _CACHED:
-        cache.popitem(last=False)
 
 
 def file_factors(case: Case, decision: Decision) -> dict[str, Decimal | None]:
@@ -524,17 +509,17 @@ class Equipoise:
         # Stored documents and monitoring data never change once written: the recent
         # ones are kept (a bounded cache, so a long run's memory does not grow with it;
         # the comparison pool keeps only each file's factors).
-        self._monitoring: OrderedDict[str, MonitoringData] = OrderedDict()
-        self._cases: OrderedDict[str, Case] = OrderedDict()
+        self._monitoring: Recent[str, MonitoringData] = Recent(_CACHED)
+        self._cases: Recent[str, Case] = Recent(_CACHED)
         self._pool = ComparisonPool(self)
 
     def monitoring_of(self, case_id: str) -> tuple[MonitoringData | None, str | None]:
-        cached = _recall(self._monitoring, case_id)
+        cached = self._monitoring.get(case_id)
         if cached is not None:
             return cached, None
         data, problem = read_monitoring(self.store, case_id)
         if data is not None:
-            _keep(self._monitoring, case_id, data)
+            self._monitoring.put(case_id, data)
         return data, problem
 
     def files_of(self, case_ids: list[str]) -> dict[str, tuple[Case | None, MonitoringData | None]]:
@@ -544,22 +529,22 @@ class Equipoise:
         run group's decided cases just before their reviews ask for them."""
         out: dict[str, tuple[Case | None, MonitoringData | None]] = {}
         for case_id, (document, raw) in self.store.case_files(case_ids).items():
-            case = None if document is None else _recall(self._cases, case_id)
+            case = None if document is None else self._cases.get(case_id)
             if document is not None and case is None:  # a case's document never changes
                 try:
                     case = stored_case(document)
                 except InputError:
                     case = None
                 if case is not None:
-                    _keep(self._cases, case_id, case)
+                    self._cases.put(case_id, case)
             monitoring = monitoring_from(raw)[0]
             if monitoring is not None:
-                _keep(self._monitoring, case_id, monitoring)
+                self._monitoring.put(case_id, monitoring)
             out[case_id] = (case, monitoring)
         return out
 
     def case_of(self, case_id: str) -> Case | None:
-        cached = _recall(self._cases, case_id)
+        cached = self._cases.get(case_id)
         if cached is not None:
             return cached
         document = self.store.get_case(case_id)
@@ -569,7 +554,7 @@ class Equipoise:
             case = stored_case(document)
         except InputError:
             return None
-        _keep(self._cases, case_id, case)
+        self._cases.put(case_id, case)
         return case
 
     def _basis(self, **extra: Any) -> dict[str, Any]:
