@@ -59,10 +59,8 @@ class KeptPer(Generic[_Of, _Built]):
         built = self._build(obj)
         kept.pop(key, None)  # a dead object's entry at this address (its callback pending)
         kept[key] = (weakref.ref(obj, lambda ref: _drop(kept, key, ref)), built)
-        if self._most is not None and len(kept) > self._most:
-            # (each step one operation on the dict: another thread may use it meanwhile)
-            for oldest in list(kept)[: len(kept) - self._most]:
-                kept.pop(oldest, None)
+        if self._most is not None:
+            _trim(kept, self._most)
         return built
 
 
@@ -91,12 +89,24 @@ class Recent(Generic[_Key, _Value]):
         kept = self._kept
         kept.pop(key, None)
         kept[key] = value
-        if len(kept) > self._most:
-            for oldest in list(kept)[: len(kept) - self._most]:
-                kept.pop(oldest, None)
+        _trim(kept, self._most)
 
     def __len__(self) -> int:
         return len(self._kept)
+
+
+def _trim(kept: dict[Any, Any], most: int) -> None:
+    """The oldest keys (a dict keeps its keys in the order put) taken out until at most
+    ``most`` are left: one at a time from the front, without reading the other keys
+    (a copy of every key was most of a put into a table of a thousand). Each step is
+    one operation on the dict; if another thread changes it between two (the iterator
+    then raises), the next put trims what is left."""
+    while len(kept) > most:
+        try:
+            oldest = next(iter(kept))
+        except (RuntimeError, StopIteration):
+            return
+        kept.pop(oldest, None)
 
 
 def _drop(kept: dict[int, tuple[weakref.ref[Any], Any]], key: int, ref: weakref.ref[Any]) -> None:
