@@ -415,6 +415,31 @@ def test_a_sqlite_journal_runs_in_wal_mode_with_full_synchronous_commits(tmp_pat
         assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 60000
 
 
+def test_a_database_failure_in_a_store_block_is_a_journal_error_naming_the_store(
+    tmp_path: Path,
+) -> None:
+    """A driver's failure becomes a JournalError naming the store, the driver's error its
+    cause; a conflict (IntegrityError) is left as it is, for the caller that knows what it
+    means; anything else passes through; and one store's blocks may nest."""
+    from sqlalchemy.exc import IntegrityError, OperationalError
+
+    with open_store(f"sqlite:///{tmp_path / 'j.db'}") as store:
+        assert isinstance(store, SqlStore)
+        driver = OperationalError("SELECT 1", {}, sqlite3.OperationalError("disk I/O error"))
+        with pytest.raises(JournalError) as failed, store._failures():
+            raise driver
+        assert str(failed.value) == f"the journal store {store.url} failed: disk I/O error"
+        assert failed.value.__cause__ is driver
+        conflict = IntegrityError("INSERT", {}, sqlite3.IntegrityError("UNIQUE"))
+        with pytest.raises(IntegrityError) as kept, store._failures():
+            raise conflict
+        assert kept.value is conflict
+        with pytest.raises(KeyError), store._failures(), store._failures():
+            raise KeyError("not the database's")
+        with store._failures():
+            pass  # nothing raised: nothing to say
+
+
 def test_an_in_memory_sqlite_journal_is_one_database_shared_by_every_thread() -> None:
     with open_store("sqlite://") as store:
         threads = [
