@@ -97,11 +97,10 @@ def test_run_review_gates_the_case_as_review_does_and_reads_nothing_back(
     """For a caller that reads the case afterwards anyway (the system's own work):
     the same entries as review, no status when it reviewed, the standing it found when
     there was nothing left to do."""
-    record(store, auto_case(case_id="K1"), monitor=monitoring())
-    record(store, auto_case(case_id="K2", score=560), changes={"decision": "refer"})
     other = InMemoryStore()
-    record(other, auto_case(case_id="K1"), monitor=monitoring())
-    record(other, auto_case(case_id="K2", score=560), changes={"decision": "refer"})
+    for each in (store, other):  # the same two cases in each: one to release, one to hold
+        record(each, auto_case(case_id="K1"), monitor=monitoring())
+        record(each, auto_case(case_id="K2", score=560), changes={"decision": "refer"})
     keystone, reference = Keystone(store), Keystone(other)
     assert [keystone.run_review(c) for c in ("K1", "K2")] == [None, None]
     assert [reference.review(c).state for c in ("K1", "K2")] == ["released", "held"]
@@ -109,6 +108,32 @@ def test_run_review_gates_the_case_as_review_does_and_reads_nothing_back(
         assert kinds(store, case_id) == kinds(other, case_id)
     again = [keystone.run_review(c) for c in ("K1", "K2")]
     assert [s.state if s else None for s in again] == ["released", "held"]
+
+
+def test_run_review_handed_the_life_just_read_gates_as_it_does_reading_it_itself(
+    store: InMemoryStore,
+) -> None:
+    """The system's own work reads a case's life from its authentic entries just before
+    the review: handed that life, the gate journals what it journals when it reads the
+    life itself, without reading it again."""
+    from credit.lifecycle import fold
+
+    other = InMemoryStore()
+    for each in (store, other):  # the same two cases in each: one to release, one to hold
+        record(each, auto_case(case_id="K1"), monitor=monitoring())
+        record(each, auto_case(case_id="K2", score=560), changes={"decision": "refer"})
+    keystone, reference = Keystone(store), Keystone(other)
+    lives = {c: fold(c, store.authentic_entries(c), keystone.registry) for c in ("K1", "K2")}
+
+    def unread(case_id: str) -> None:
+        raise AssertionError(f"the gate read {case_id}'s life again")
+
+    keystone.life = unread  # type: ignore[method-assign]
+    assert [keystone.run_review(c, life=lives[c]) for c in ("K1", "K2")] == [None, None]
+    assert [reference.run_review(c) for c in ("K1", "K2")] == [None, None]
+    for case_id in ("K1", "K2"):
+        assert kinds(store, case_id) == kinds(other, case_id)
+    assert [Keystone(store).status(c).state for c in ("K1", "K2")] == ["released", "held"]
 
 
 def test_a_review_interrupted_after_equipoise_is_completed_without_running_it_twice(

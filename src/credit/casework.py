@@ -287,7 +287,7 @@ class CaseWork:
                 return life
             try:
                 if work == "review":
-                    self.keystone.run_review(case_id, pool=pool)
+                    self.keystone.run_review(case_id, pool=pool, life=life)
                 else:
                     self._notify(life)
             except StaleCaseError:

@@ -210,12 +210,16 @@ class Keystone:
         return status if status is not None else self.status(case_id)
 
     def run_review(
-        self, case_id: str, *, pool: ComparisonPool | None = None
+        self, case_id: str, *, pool: ComparisonPool | None = None, life: CaseLife | None = None
     ) -> KeystoneStatus | None:
         """:meth:`review` without reading the case back when it reviewed it (None then;
         the standing it found when there was nothing to do): for a caller that reads
-        the case's life afterwards anyway."""
-        life = self.life(case_id)
+        the case's life afterwards anyway. ``life``: the case's life as the caller has
+        just read it from the journal's authentic entries (MACs checked:
+        :meth:`credit.casework.CaseWork.life`), with nothing appended since; else the
+        gate reads it."""
+        if life is None:
+            life = self.life(case_id)
         decision = life.decision
         if decision is None:
             raise GovernanceError("no decision is recorded", case_id=case_id, reviewer=GATE)
