@@ -1,5 +1,7 @@
 """What is built once per immutable object (a loaded policy), and kept while it lives;
-and the read-only mapping that keeps such an object immutable all the way down.
+the read-only mapping that keeps such an object immutable all the way down; and a
+bounded table of the values of the keys used last (:class:`Recent`), for what is kept
+by a key rather than by an object.
 
 A :class:`~credit.policy.Policy` is immutable, so what is derived from it alone (the
 views a step reads, the figures a reason states that every file shares) never goes
