@@ -12,6 +12,8 @@ from __future__ import annotations
 import copy
 import math
 import os
+import sys
+import threading
 from collections.abc import Callable, Iterator
 from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
@@ -289,3 +291,29 @@ def policy() -> Policy:
 def case_builder() -> Callable[..., dict[str, Any]]:
     """``case_builder("auto", score=610, debt=...)``: a case dict with overrides."""
     return build_case
+
+
+def in_threads(step: Callable[[int, int], None], threads: int = 8) -> list[str]:
+    """``step(seed, i)`` for i in range(20,000) on each of ``threads`` threads at once,
+    with the interpreter's switch interval made tiny so that a thread may switch between
+    any two steps of another's; what each thread met (none: an empty list)."""
+    errors: list[str] = []
+
+    def work(seed: int) -> None:
+        try:
+            for i in range(20_000):
+                step(seed, i)
+        except Exception as err:  # what a thread met, reported to the caller
+            errors.append(repr(err))
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        running = [threading.Thread(target=work, args=(seed,)) for seed in range(threads)]
+        for thread in running:
+            thread.start()
+        for thread in running:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    return errors

@@ -1,21 +1,29 @@
-"""Canonical JSON: the fast encoder writes exactly the reference encoder's text.
+"""Canonical JSON: the fast encoders write exactly the reference encoder's text.
 
-The fast path runs the standard library's C encoder with each Decimal as a placeholder
-and puts the exact digits back; the reference encoder walks the value itself (a
-deliberate second implementation, kept only to check the first and to write what the
-fast path cannot). Over all JSON-shaped values with Decimals, dates, tuples and strings
-of any characters (NULs and the nonce itself included), both give the same text."""
+orjson writes a value where its text is json's (checked by reading it back); else the
+standard library's C encoder runs with each Decimal as a placeholder and puts the exact
+digits back; the reference encoder walks the value itself (a deliberate second
+implementation, kept only to check the others and to write what they cannot). Over all
+JSON-shaped values with Decimals, dates, tuples and strings of any characters (NULs and
+the nonce itself included), and values orjson writes its own way (floats, enums, UUIDs,
+its fragments), each gives the same text or refuses alike."""
 
 from __future__ import annotations
 
 import datetime as dt
+import enum
+import math
+import types
+import uuid
 from decimal import Decimal
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import in_threads
 from credit import canonical
 from credit.canonical import canonical_bytes, dumps, loads, normal_form, reference_dumps
 
@@ -118,6 +126,46 @@ def test_what_json_cannot_carry_is_refused(value: Any, error: type[Exception]) -
         normal_form(value)
 
 
+class _Colour(enum.Enum):  # written by orjson as its value, refused by json's encoder
+    RED = 1
+
+
+class _Grade(enum.StrEnum):  # a str: both write it as its value
+    A = "a"
+
+
+class _Rank(enum.IntEnum):  # an int: both write it as its number
+    FIRST = 1
+
+
+class _Text(str):
+    pass
+
+
+# What orjson writes otherwise than json's encoder does, or where json's refuses: every
+# float (non-finite, inexact, large and tiny exact ones), enums, UUIDs, orjson's own
+# fragments, a time, a Decimal negative zero, subclasses, read-only mappings.
+_orjson_own = st.one_of(
+    st.floats(),
+    st.integers(-(2**60), 2**60).map(float),
+    st.integers(-1074, 1023).map(lambda e: math.ldexp(1, e)),
+    st.sampled_from(
+        [
+            _Colour.RED,
+            _Grade.A,
+            _Rank.FIRST,
+            uuid.UUID(int=7),
+            orjson.Fragment(b"[1]"),
+            dt.time(9, 30),
+            dt.datetime(2026, 12, 1, 9, 30, tzinfo=dt.UTC),
+            Decimal("-0"),
+            Decimal("-0E+2"),
+            Decimal("1E+2"),
+            _Text("t"),
+            True,
+        ]
+    ),
+)
 # Keys whose order by code point differs from their order by UTF-16 code unit (an
 # astral character against one from U+E000 up), and strings orjson cannot write (a lone
 # surrogate): the normal form's text must still be the reference encoder's.
@@ -127,40 +175,102 @@ _ORDERED = st.sampled_from(
 _keys = st.text(_ORDERED, max_size=4) | st.text(max_size=8)
 _strings = st.text() | st.text(max_size=4).map(lambda t: t + "\ud800")
 _loose = st.recursive(
-    scalars | _strings,
+    scalars | _strings | _orjson_own,
     lambda inner: (
         st.lists(inner, max_size=5)
         | st.lists(inner, max_size=3).map(tuple)
         | st.dictionaries(_keys, inner, max_size=5)
+        | st.dictionaries(st.text(max_size=4), inner, max_size=3).map(types.MappingProxyType)
     ),
     max_leaves=30,
 )
 
 
-@settings(max_examples=600)
+@settings(max_examples=1500)
 @given(_loose)
 def test_the_normal_form_is_the_value_as_it_reads_back_and_the_reference_text_of_it(
     value: Any,
 ) -> None:
+    # orjson writes and reads back where it writes json's text: an enum, a UUID, a
+    # fragment or a float json writes otherwise (or refuses) never slips through
+    try:
+        expected = loads(reference_dumps(value, sort_keys=True))
+    except (TypeError, ValueError) as err:
+        with pytest.raises(type(err)):
+            normal_form(value)
+        return
     normal, text = normal_form(value)
-    expected = loads(dumps(value, sort_keys=True))
     assert normal == expected
+    assert repr(normal) == repr(expected)  # the same types, digits and key order
     assert text == reference_dumps(expected, sort_keys=True)
+
+
+@settings(max_examples=1500)
+@given(_loose, st.booleans())
+def test_dumps_writes_the_reference_s_text_or_refuses_alike_whoever_writes_it(
+    value: Any, sort_keys: bool
+) -> None:
+    # dumps takes orjson's text where it is json's: a float (exact ones too, which
+    # orjson writes in a notation of its own), an enum, a UUID or a fragment never
+    # slips through
+    try:
+        expected = reference_dumps(value, sort_keys=sort_keys)
+    except (TypeError, ValueError) as err:
+        with pytest.raises(type(err)):
+            dumps(value, sort_keys=sort_keys)
+        return
+    assert dumps(value, sort_keys=sort_keys) == expected
+
+
+def test_an_exact_float_orjson_writes_in_its_own_notation_is_written_as_json_writes_it() -> None:
+    # each reads back as the float it is, so only the count of numbers with a fraction
+    # tells it from a Decimal
+    for value, text in [
+        (1.33514404296875e-05, "1.33514404296875e-05"),  # orjson: 0.0000133514404296875
+        (math.ldexp(1, -20), "9.5367431640625e-07"),  # orjson: 9.5367431640625e-7
+    ]:
+        assert orjson.dumps(value).decode() != text
+        assert dumps({"x": [Decimal("1.5"), value]}) == f'{{"x":[1.5,{text}]}}'
+
+
+def test_threads_writing_at_once_each_get_their_own_value_s_text() -> None:
+    # what dumps notes of the numbers it wrote and read back is each thread's own: a
+    # float on one thread never passes for another's Decimal, nor the other way round
+    values = [
+        {"apr": Decimal("6.49"), "n": [1.5, "x"]},
+        {"apr": 1.33514404296875e-05, "n": [Decimal("2.50"), None]},
+        {"apr": Decimal("0.10"), "n": [Decimal("7.1")]},
+    ]
+    texts = [reference_dumps(value, sort_keys=True) for value in values]
+
+    def step(seed: int, i: int) -> None:
+        at = (seed + i) % len(values)
+        text = dumps(values[at], sort_keys=True)
+        if text != texts[at]:
+            raise AssertionError(f"{text} for {texts[at]}")
+
+    assert in_threads(step) == []
 
 
 def test_the_normal_form_s_text_is_written_by_orjson_not_json_s_encoder_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # A journal payload: once through json's encoder to read it back, then orjson; only
-    # what orjson cannot write (an int beyond 64 bits) goes through json's again.
+    # A journal payload of dicts, lists, strings, numbers and Decimals: read back from
+    # orjson's text and written by orjson, never by json's encoder. One with a date (which
+    # orjson is not asked to write): once through json's encoder to read it back, then
+    # orjson; only what orjson cannot write (an int beyond 64 bits) goes through json's
+    # again.
     calls: list[Any] = []
-    real = canonical.dumps
+    real = canonical._json_text
 
-    def counted(value: Any, *, sort_keys: bool = False) -> str:
+    def counted(value: Any, sort_keys: bool) -> str:
         calls.append(value)
-        return real(value, sort_keys=sort_keys)
+        return real(value, sort_keys)
 
-    monkeypatch.setattr(canonical, "dumps", counted)
+    monkeypatch.setattr(canonical, "_json_text", counted)
+    plain = {"decision": {"apr": Decimal("6.49"), "terms": ["a", True]}, "n": [1, None]}
+    assert normal_form(plain)[1] == '{"decision":{"apr":6.49,"terms":["a",true]},"n":[1,null]}'
+    assert calls == []
     payload = {"decision": {"apr": Decimal("6.49"), "asOf": dt.date(2026, 12, 5)}, "n": [1, None]}
     assert normal_form(payload)[1] == ('{"decision":{"apr":6.49,"asOf":"2026-12-05"},"n":[1,null]}')
     assert len(calls) == 1

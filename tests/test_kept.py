@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import gc
 import pickle
-import sys
-import threading
 import weakref
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+from conftest import in_threads
 from credit.bureau_formats import default_bureau_formats
 from credit.catalogue import default_catalogue
 from credit.governance.fair_lending import default_fair_lending_config
@@ -92,32 +90,6 @@ def test_what_holds_its_object_is_kept_for_the_most_recent_objects_only() -> Non
     assert alive() is None and len(kept._kept) == 2
 
 
-def _in_threads(step: Callable[[int, int], None], threads: int = 8) -> list[str]:
-    """``step(seed, i)`` for i in range(20,000) on each of ``threads`` threads at once,
-    with the interpreter's switch interval made tiny so that a thread may switch between
-    any two steps of another's; what each thread met (none: an empty list)."""
-    errors: list[str] = []
-
-    def work(seed: int) -> None:
-        try:
-            for i in range(20_000):
-                step(seed, i)
-        except Exception as err:  # what a thread met, reported to the caller
-            errors.append(repr(err))
-
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        running = [threading.Thread(target=work, args=(seed,)) for seed in range(threads)]
-        for thread in running:
-            thread.start()
-        for thread in running:
-            thread.join()
-    finally:
-        sys.setswitchinterval(interval)
-    return errors
-
-
 def test_a_bounded_store_serves_many_threads_at_once() -> None:
     # the service's threads share what is kept
     things = [_Thing(value) for value in range(40)]
@@ -127,7 +99,7 @@ def test_a_bounded_store_serves_many_threads_at_once() -> None:
         thing = things[(i * 7 + seed) % len(things)]
         assert kept(thing)[1] == thing.value
 
-    assert _in_threads(step) == [] and len(kept._kept) <= 4
+    assert in_threads(step) == [] and len(kept._kept) <= 4
 
 
 def test_a_bounded_table_of_recent_keys_serves_many_threads_at_once() -> None:
@@ -143,7 +115,7 @@ def test_a_bounded_table_of_recent_keys_serves_many_threads_at_once() -> None:
         assert found is None or found == key * 10
         recent.put(key, key * 10)
 
-    assert _in_threads(step) == []
+    assert in_threads(step) == []
     recent.put(-1, -10)  # a put with no thread beside it trims whatever is left over
     assert len(recent) == 4
 
