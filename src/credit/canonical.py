@@ -12,10 +12,9 @@ import hashlib
 import json
 import secrets
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
-from json.scanner import make_scanner
 from typing import Any, Final, NamedTuple, TypeGuard
 
 import orjson
@@ -187,40 +186,16 @@ def _json_text(obj: Any, sort_keys: bool) -> str:
     return text if text is not None else reference_dumps(obj, sort_keys=sort_keys)
 
 
-class _Reading:
-    """The options json's scanner reads a text with (json.JSONDecoder's attributes):
-    each number with a fraction or an exponent read as a Decimal by ``parse_float``."""
-
-    __slots__ = (
-        "memo",
-        "object_hook",
-        "object_pairs_hook",
-        "parse_constant",
-        "parse_float",
-        "parse_int",
-        "strict",
-    )
-
-    def __init__(self, parse_float: Callable[[str], Decimal]) -> None:
-        self.parse_float = parse_float
-        self.parse_int = int
-        self.parse_constant = _reject_constant
-        self.object_hook = self.object_pairs_hook = None
-        self.strict = True
-        self.memo: dict[str, str] = {}
-
-
 class _Numbers(threading.local):
     """A thread's note of the numbers with a fraction :func:`_orjson_alike` wrote (each
-    Decimal's) and read back (each number's), and the scanner it reads with: made once
-    a thread, not once a text."""
+    Decimal's) and read back (each number's), and the decoder it reads with (:func:`loads`'
+    options, each such number noted as it is read): made once a thread, not once a
+    text."""
 
     def __init__(self) -> None:
         self.written: list[str] = []
         self.read: list[str] = []
-        reading = _Reading(self.fraction)
-        self.memo = reading.memo
-        self.scan = make_scanner(reading)  # type: ignore[arg-type]  # (a decoder-like options object)
+        self.decoder = json.JSONDecoder(parse_float=self.fraction, parse_constant=_reject_constant)
 
     def decimal_only(self, value: Any) -> Any:
         if type(value) is Decimal:
@@ -268,10 +243,9 @@ def _orjson_alike(obj: Any, sort_keys: bool) -> tuple[str, Any] | None:
     except TypeError:  # orjson.JSONEncodeError is one
         return None
     text = data.decode("utf-8")
-    try:
-        value, end = numbers.scan(text, 0)
-    finally:
-        numbers.memo.clear()
+    # the decoder's own scanner (set by its __init__; typeshed omits it): orjson writes no
+    # whitespace for decode's to skip
+    value, end = numbers.decoder.scan_once(text, 0)  # type: ignore[attr-defined]
     if end != len(text) or read != written:
         return None
     try:
