@@ -197,6 +197,7 @@ def test_a_decision_citing_a_prohibited_basis_or_proxy_is_refused_and_not_commit
     (refused,) = store.entries()[len(before) :]
     assert refused.kind == DECISION_REFUSED
     assert [c["name"] for c in refused.payload["citations"]] == [name]
+    assert refused.payload["decision"][field] == wire[field]  # the decision as refused
     assert build_refusal_surface(governor.verdict()) == (
         TYPED_REFUSAL_PREFIX + BOUNDARY_DECISION_CITES_PROHIBITED_BASIS
     )

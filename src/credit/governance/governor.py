@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from credit.canonical import dumps, is_mapping, loads
+from credit.canonical import dumps, is_mapping, loads, normal_form
 from credit.decision_record import CompletedDecision
 from credit.errors import SafetyBoundaryError
 from credit.fairness_terms import Match, ProhibitedTerms, default_prohibited_terms
@@ -360,7 +360,6 @@ class Governor:
             )
         parsed = parse_decision(_json_value(decision), case_id=self.case_id)
         self._cites.checked = True
-        wire = parsed.to_wire()
         citations = decision_citations(parsed, self.terms)
         if citations:
             described = [f"{where}: {m.describe()}" for where, m in citations]
@@ -375,7 +374,7 @@ class Governor:
                         {"field": where, "kind": m.kind, "name": m.name, "term": m.term}
                         for where, m in citations
                     ],
-                    "decision": wire,
+                    "decision": parsed.to_wire(),
                 },
             )
             raise SafetyBoundaryError(
@@ -431,9 +430,10 @@ class Governor:
 
 def _json_value(value: Any) -> Any:
     """The value as JSON reads it back: a float the model sent becomes the exact decimal
-    it prints as (0.85, not 0.84999...)."""
+    it prints as (0.85, not 0.84999...). A value JSON cannot hold is left as it is (the
+    decision's validation then says what is wrong with it)."""
     try:
-        return loads(dumps(value))
+        return normal_form(value).value
     except (TypeError, ValueError):
         return value
 
