@@ -10,6 +10,8 @@ from typing import Any
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import auto_case, card_case, with_changes
 from credit.cases import (
@@ -320,3 +322,49 @@ def test_a_flat_batch_row_outside_the_limits_is_named_and_the_rows_at_the_edge_a
     assert [c for chunk in chunks for c in chunk.frame["caseId"]] == ["F-0", "F-2"]
     named = {(p.case_id, p.field) for chunk in chunks for p in chunk.problems}
     assert named == {("F-1", "annualIncomeCents"), ("F-3", "score")}
+
+
+# ---------------------------------------------------------------- the walk to a field
+
+
+def _reference_values(node: Any, parts: list[str], path: str) -> list[tuple[str, Any]]:
+    """A second, deliberately plain walk to a dotted path (each value with its place
+    written as it goes), to check the one ``check_limits`` uses against."""
+    if not parts:
+        return [] if node is None else [(path, node)]
+    if isinstance(node, (list, tuple)):
+        return [
+            found
+            for i, item in enumerate(node)
+            for found in _reference_values(item, parts, f"{path}[{i}]")
+        ]
+    if isinstance(node, dict) and parts[0] in node:
+        step = f"{path}.{parts[0]}" if path else parts[0]
+        return _reference_values(node[parts[0]], parts[1:], step)
+    return []
+
+
+_KEYS = st.sampled_from(["a", "b", "c"])
+_TREES = st.recursive(
+    st.none() | st.integers(-3, 3),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.tuples(inner, inner)
+        | st.dictionaries(_KEYS, inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_TREES, st.lists(_KEYS, min_size=1, max_size=3))
+def test_the_walk_to_a_limited_field_finds_each_value_at_its_place(
+    tree: Any, parts: list[str]
+) -> None:
+    """Every value at a path, through lists at any depth (nested ones too), in order,
+    each named by its place: what the plain walk finds, though the place is written
+    only for a value out of bounds."""
+    from credit.cases import _place, _values
+
+    found = [(_place(tuple(parts), trail), value) for trail, value in _values(tree, tuple(parts))]
+    assert found == _reference_values(tree, parts, "")

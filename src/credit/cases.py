@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from importlib import resources
 from pathlib import Path
-from typing import IO, Any, Literal, NoReturn
+from typing import IO, Any, Final, Literal, NoReturn
 
 from pydantic import BaseModel, ConfigDict
 
@@ -460,18 +460,45 @@ def _skip_blank(text: str, at: int) -> int:
 # ---------------------------------------------------------------- the case's figures
 
 
-def _values(node: Any, parts: list[str], path: str) -> Iterator[tuple[str, Any]]:
-    """The value at a dotted path of a wire document; a list on the way is walked."""
-    if not parts:
-        if node is not None:
-            yield path, node
-        return
-    if isinstance(node, (list, tuple)):
-        for i, item in enumerate(node):
-            yield from _values(item, parts, f"{path}[{i}]")
-        return
-    if is_mapping(node) and parts[0] in node:
-        yield from _values(node[parts[0]], parts[1:], _join(path, parts[0]))
+# Each limited field's wire path as its keys, split once, and the names of its limits.
+_RANGE_PARTS: Final = tuple(
+    (tuple(field.split(".")), f"{field}.min", f"{field}.max") for field in _RANGES
+)
+_LIST_PARTS: Final = tuple((tuple(field.split(".")), f"{field}.maxItems") for field in _LISTS)
+
+
+def _values(
+    node: Any, parts: tuple[str, ...], start: int = 0, trail: tuple[tuple[int, int], ...] = ()
+) -> list[tuple[tuple[tuple[int, int], ...], Any]]:
+    """The values at a dotted path of a wire document (``parts``, its keys, from
+    ``start``), a list on the way walked, each with its trail: the index taken in each
+    list met, as (the key it came before, the index). Its place is written out only for
+    a value found out of bounds (:func:`_place`): a value checked and within bounds
+    costs no string."""
+    out: list[tuple[tuple[tuple[int, int], ...], Any]] = []
+    for at in range(start, len(parts)):
+        if isinstance(node, (list, tuple)):
+            for index, item in enumerate(node):
+                out += _values(item, parts, at, (*trail, (at, index)))
+            return out
+        key = parts[at]
+        if not (is_mapping(node) and key in node):
+            return out
+        node = node[key]
+    if node is not None:
+        out.append((trail, node))
+    return out
+
+
+def _place(parts: tuple[str, ...], trail: tuple[tuple[int, int], ...]) -> str:
+    """A value's place as a field name (``creditReport.derogatories[1].monthsAgo``)."""
+    path = ""
+    for at, key in enumerate(parts):
+        for before, index in trail:
+            if before == at:
+                path += f"[{index}]"
+        path = _join(path, key)
+    return path
 
 
 def check_limits(case: Case, limits: CaseLimits | None = None) -> None:
@@ -479,19 +506,19 @@ def check_limits(case: Case, limits: CaseLimits | None = None) -> None:
     no longer than its ``maxItems``; else an InputError naming the case and field."""
     limits = limits or default_case_limits()
     wire = case.to_wire()
-    for field in _LISTS:
-        most = limits.value(f"{field}.maxItems")
-        for path, items in _values(wire, field.split("."), ""):
+    for parts, name in _LIST_PARTS:
+        most = limits.value(name)
+        for trail, items in _values(wire, parts):
             if len(items) > most:
                 raise InputError(
                     f"{len(items):,} entries; the case format allows at most {most} "
-                    f"({field}.maxItems, {limits[f'{field}.maxItems'].reference})",
+                    f"({name}, {limits[name].reference})",
                     case_id=case.case_id,
-                    field=path,
+                    field=_place(parts, trail),
                 )
-    for field in _RANGES:
-        low, high = limits[f"{field}.min"], limits[f"{field}.max"]
-        for path, value in _values(wire, field.split("."), ""):
+    for parts, low_name, high_name in _RANGE_PARTS:
+        low, high = limits[low_name], limits[high_name]
+        for trail, value in _values(wire, parts):
             if value < low.value:
                 bound, side = low, "below the least"
             elif value > high.value:
@@ -502,7 +529,7 @@ def check_limits(case: Case, limits: CaseLimits | None = None) -> None:
                 f"{value} is {side} the case format allows, {bound.value} {bound.unit} "
                 f"({bound.key})",
                 case_id=case.case_id,
-                field=path,
+                field=_place(parts, trail),
             )
 
 
