@@ -38,7 +38,7 @@ from credit.canonical import dumps, is_mapping, loads, normal_form
 from credit.decision_record import CompletedDecision
 from credit.errors import SafetyBoundaryError
 from credit.fairness_terms import Match, ProhibitedTerms, default_prohibited_terms
-from credit.governance.guard import FairLendingGuard, Redaction, default_guard
+from credit.governance.guard import FairLendingGuard, Redaction, default_guard, opens_json
 from credit.governance.refusal import (
     BOUNDARY_DECISION_CITES_PROHIBITED_BASIS,
     BOUNDARY_PROHIBITED_BASIS_REACHED_UNDERWRITER,
@@ -438,15 +438,8 @@ def _json_value(value: Any) -> Any:
         return value
 
 
-def _opens_json(text: str) -> bool:
-    """Whether the text's first character after white space opens a JSON object or
-    array (the only texts :func:`_json_container` parses)."""
-    head = text[:1]
-    return head in ("{", "[") or (head.isspace() and text.lstrip()[:1] in ("{", "["))
-
-
 def _json_container(text: str) -> Any:
-    if not _opens_json(text):
+    if not opens_json(text):  # the only texts parsed
         return None
     try:
         parsed = loads(text)
@@ -466,13 +459,14 @@ class _Redacted(NamedTuple):
 
 def _may_hold_json(value: Any) -> bool:
     """Whether any string in a JSON-like value could be a JSON object or array (its
-    first character after white space is ``{`` or ``[``): only such a string is parsed
-    by :func:`_json_container`, so without one the embedded walks have nothing to do."""
+    first character after white space is ``{`` or ``[``:
+    :func:`~credit.governance.guard.opens_json`): only such a string is parsed by
+    :func:`_json_container`, so without one the embedded walks have nothing to do."""
     stack = [value]
     while stack:
         item = stack.pop()
         if isinstance(item, str):
-            if _opens_json(item):
+            if opens_json(item):
                 return True
         elif isinstance(item, (list, tuple)):
             stack.extend(item)

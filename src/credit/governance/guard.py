@@ -51,6 +51,7 @@ __all__ = [
     "default_guard",
     "find_prohibited_keys",
     "normalise_key",
+    "opens_json",
     "redact",
 ]
 
@@ -170,10 +171,12 @@ class FairLendingGuard:
     def value_bases(self, text: str) -> tuple[tuple[str, Literal["basis", "proxy"]], ...]:
         """The bases (and proxies) a text value cites, in order (remembered: the same
         texts recur in every case: bureau names, key factors, the policy's prose)."""
-        if not self.read_values or _PLAIN.match(text):
+        if not self.read_values:
             return ()
-        hits = self._hits.get(text)
+        hits = self._hits.get(text)  # before the pattern: a plain text is never kept
         if hits is None:
+            if _PLAIN.match(text):
+                return ()
             found = [
                 (m.name, m.kind)
                 for m in self.terms.find(text)
@@ -313,9 +316,16 @@ class FairLendingGuard:
         return value
 
 
+def opens_json(text: str) -> bool:
+    """Whether the text's first character after white space opens a JSON object or
+    array: only such a text can hold embedded JSON (the first character read alone,
+    as nearly every text begins with neither white space nor a bracket)."""
+    head = text[:1]
+    return head in ("{", "[") or (head.isspace() and text.lstrip()[:1] in ("{", "["))
+
+
 def _json_container(text: str) -> bool:
-    stripped = text.lstrip()
-    if not stripped.startswith(("{", "[")):
+    if not opens_json(text):
         return False
     try:
         parsed = json.loads(text)
