@@ -19,6 +19,7 @@ from credit.governance.guard import (
     default_guard,
     find_prohibited_keys,
     normalise_key,
+    opens_json,
     redact,
 )
 from credit.policy import default_policy
@@ -269,3 +270,40 @@ def test_each_value_redaction_names_the_path_of_the_text_it_redacted(value: Any,
         assert r.path.startswith(root)
         assert _at(value, relative) in CITING
         assert _at(cleaned, relative) == REDACTED_VALUE
+
+
+# ------------------------------------------------------------------ embedded JSON
+
+
+@pytest.mark.parametrize(
+    ("text", "opens"),
+    [
+        ('{"sex": "F"}', True),
+        ("[1, 2]", True),
+        (' \n\t{"sex": "F"}', True),  # white space first, then a brace
+        ("\u2003[1]", True),  # any white space str.isspace knows
+        ("", False),
+        ("   ", False),
+        ('x {"sex": "F"}', False),  # a word first: text, read as text
+        ("married", False),
+        (" married", False),
+    ],
+)
+def test_a_text_opens_json_only_where_its_first_character_after_white_space_is_a_bracket(
+    text: str, opens: bool
+) -> None:
+    assert opens_json(text) is opens
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.sampled_from(' \t\n\u2003{[x]}"a'), max_size=6))
+def test_opening_json_is_what_the_text_stripped_of_white_space_begins_with(text: str) -> None:
+    assert opens_json(text) == (text.lstrip()[:1] in ("{", "["))
+
+
+def test_a_value_that_opens_json_is_left_for_the_governor_and_one_that_does_not_is_read() -> None:
+    guard = FairLendingGuard()
+    embedded, found = guard.redact({"note": ' {"sex": "F"}'})
+    assert embedded == {"note": ' {"sex": "F"}'} and found == []  # the governor parses it
+    read, found = guard.redact({"note": 'x {"sex": "F"} female applicant'})
+    assert read == {"note": REDACTED_VALUE} and [r.basis for r in found] == ["sex"]
