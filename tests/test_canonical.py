@@ -15,6 +15,7 @@ import enum
 import math
 import types
 import uuid
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -25,7 +26,14 @@ from hypothesis import strategies as st
 
 from conftest import in_threads
 from credit import canonical
-from credit.canonical import canonical_bytes, dumps, loads, normal_form, reference_dumps
+from credit.canonical import (
+    canonical_bytes,
+    dumps,
+    loads,
+    normal_form,
+    read_back,
+    reference_dumps,
+)
 
 decimals = st.decimals(allow_nan=False, allow_infinity=False)
 scalars = (
@@ -186,6 +194,20 @@ _loose = st.recursive(
 )
 
 
+def _as_reference(
+    reference: Callable[[], Any], ours: Callable[[Any], Any], value: Any
+) -> tuple[Any, Any] | None:
+    """(what the reference gives, what ours gives for ``value``); None when the
+    reference refuses the value and ours refuses it with the same kind of error."""
+    try:
+        expected = reference()
+    except (TypeError, ValueError) as err:
+        with pytest.raises(type(err)):
+            ours(value)
+        return None
+    return expected, ours(value)
+
+
 @settings(max_examples=1500)
 @given(_loose)
 def test_the_normal_form_is_the_value_as_it_reads_back_and_the_reference_text_of_it(
@@ -193,13 +215,10 @@ def test_the_normal_form_is_the_value_as_it_reads_back_and_the_reference_text_of
 ) -> None:
     # orjson writes and reads back where it writes json's text: an enum, a UUID, a
     # fragment or a float json writes otherwise (or refuses) never slips through
-    try:
-        expected = loads(reference_dumps(value, sort_keys=True))
-    except (TypeError, ValueError) as err:
-        with pytest.raises(type(err)):
-            normal_form(value)
+    both = _as_reference(lambda: loads(reference_dumps(value, sort_keys=True)), normal_form, value)
+    if both is None:
         return
-    normal, text = normal_form(value)
+    expected, (normal, text) = both
     assert normal == expected
     assert repr(normal) == repr(expected)  # the same types, digits and key order
     assert text == reference_dumps(expected, sort_keys=True)
@@ -213,13 +232,29 @@ def test_dumps_writes_the_reference_s_text_or_refuses_alike_whoever_writes_it(
     # dumps takes orjson's text where it is json's: a float (exact ones too, which
     # orjson writes in a notation of its own), an enum, a UUID or a fragment never
     # slips through
-    try:
-        expected = reference_dumps(value, sort_keys=sort_keys)
-    except (TypeError, ValueError) as err:
-        with pytest.raises(type(err)):
-            dumps(value, sort_keys=sort_keys)
-        return
-    assert dumps(value, sort_keys=sort_keys) == expected
+    both = _as_reference(
+        lambda: reference_dumps(value, sort_keys=sort_keys),
+        lambda v: dumps(v, sort_keys=sort_keys),
+        value,
+    )
+    if both is not None:
+        assert both[1] == both[0]
+
+
+@settings(max_examples=1000)
+@given(_loose, st.booleans())
+def test_a_value_read_back_is_its_reference_text_read_again_or_refused_alike(
+    value: Any, sort_keys: bool
+) -> None:
+    # the commit seam's decision and replay's comparison form: what loads of the
+    # reference text gives (the same types, digits and key order), read only once
+    both = _as_reference(
+        lambda: loads(reference_dumps(value, sort_keys=sort_keys)),
+        lambda v: read_back(v, sort_keys=sort_keys),
+        value,
+    )
+    if both is not None:
+        assert repr(both[1]) == repr(both[0])
 
 
 def test_an_exact_float_orjson_writes_in_its_own_notation_is_written_as_json_writes_it() -> None:

@@ -28,6 +28,7 @@ __all__ = [
     "loads",
     "normal_form",
     "orjson_writes_alike",
+    "read_back",
     "reference_dumps",
     "sha256_hex",
 ]
@@ -310,13 +311,21 @@ def normal_form(value: Any) -> Normal:
 
     Where orjson wrote :func:`dumps`' text, the value it read back to check it is the
     one kept (:func:`_orjson_alike`): the text is not read twice."""
-    alike = _orjson_alike(value, True)
-    normal = alike[1] if alike is not None else loads(_json_text(value, True))
-    try:
+    normal = read_back(value, sort_keys=True)
+    try:  # written again, not orjson's first text: a Decimal -0 reads back as 0
         text = orjson.dumps(normal, default=fragment)
     except TypeError:  # orjson.JSONEncodeError is one
         return Normal(normal, _json_text(normal, True))
     return Normal(normal, text.decode("utf-8"))
+
+
+def read_back(value: Any, *, sort_keys: bool = False) -> Any:
+    """``loads(dumps(value, sort_keys=...))``: the value as its canonical JSON reads back
+    (a float as the exact decimal it prints as, a date as its text), without parsing
+    the text again where orjson wrote it (:func:`_orjson_alike` read it back already).
+    A value :func:`dumps` refuses is refused alike."""
+    alike = _orjson_alike(value, sort_keys)
+    return alike[1] if alike is not None else loads(_json_text(value, sort_keys))
 
 
 def fragment(value: Any) -> Any:

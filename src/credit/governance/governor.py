@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from credit.canonical import dumps, is_mapping, loads, normal_form
+from credit.canonical import dumps, is_mapping, loads, read_back
 from credit.decision_record import CompletedDecision
 from credit.errors import SafetyBoundaryError
 from credit.fairness_terms import Match, ProhibitedTerms, default_prohibited_terms
@@ -433,7 +433,7 @@ def _json_value(value: Any) -> Any:
     it prints as (0.85, not 0.84999...). A value JSON cannot hold is left as it is (the
     decision's validation then says what is wrong with it)."""
     try:
-        return normal_form(value).value
+        return read_back(value)
     except (TypeError, ValueError):
         return value
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, cast
 
-from credit.canonical import canonical_bytes, normal_form, sha256_hex
+from credit.canonical import canonical_bytes, read_back, sha256_hex
 from credit.catalogue import Catalogue, default_catalogue
 from credit.decision_record import CompletedDecision, complete
 from credit.errors import CreditError
@@ -87,7 +87,7 @@ class Replay:
 
 def _json(value: Any) -> Any:
     """The canonical JSON form (exact decimals), for a bit-for-bit comparison."""
-    return normal_form(value).value
+    return read_back(value, sort_keys=True)
 
 
 def _compare(recorded: Mapping[str, Any], replayed: CompletedDecision) -> list[Difference]:
