@@ -85,6 +85,10 @@ def counted(cases: int, source: Path | None) -> int:
         "PYTHONHASHSEED": "0",
         "PYTHONDONTWRITEBYTECODE": "1",
         "CREDIT_CACHE_DIR": "",  # empty: the data files parsed in every run
+        # numpy's OpenBLAS starts a thread that spins for a while after each use (the
+        # case generator's): its instructions grow with the run's wall time under
+        # valgrind, not with the work, and moved a count by tens of millions
+        "OPENBLAS_NUM_THREADS": "1",
     }
     if source is not None:
         env["PYTHONPATH"] = str(source)
