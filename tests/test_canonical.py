@@ -313,6 +313,35 @@ def test_the_normal_form_s_text_is_written_by_orjson_not_json_s_encoder_again(
     assert len(calls) == 3
 
 
+def test_the_normal_form_keeps_orjson_s_first_text_unless_a_decimal_was_written_as_minus_zero(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # orjson's text of the value is kept as the normal form's text: it is the text of
+    # what it reads back as. Not where a Decimal was written as -0: that reads back as
+    # the int 0, whose text is 0, so the value read back is written again.
+    writes: list[Any] = []
+    real = canonical.orjson.dumps
+
+    def counted(value: Any, **options: Any) -> bytes:
+        writes.append(value)
+        return real(value, **options)
+
+    monkeypatch.setattr(canonical.orjson, "dumps", counted)
+    assert normal_form({"apr": Decimal("6.49"), "fee": Decimal("-0.00"), "n": 5}) == (
+        {"apr": Decimal("6.49"), "fee": Decimal("-0.00"), "n": 5},
+        '{"apr":6.49,"fee":-0.00,"n":5}',
+    )
+    assert len(writes) == 1  # written once: -0.00 reads back as itself
+    writes.clear()
+    normal, text = normal_form({"fee": Decimal("-0"), "n": Decimal("5")})
+    assert (normal, text) == ({"fee": 0, "n": 5}, '{"fee":0,"n":5}')
+    assert repr(normal) == "{'fee': 0, 'n': 5}"
+    assert len(writes) == 2  # orjson's first text said -0: the value read back written again
+    writes.clear()
+    assert normal_form({"n": Decimal("-0E+2")})[1] == '{"n":0}'  # -0 by another spelling
+    assert normal_form({"n": Decimal("7")}) == ({"n": 7}, '{"n":7}')  # a next value: no -0
+
+
 def test_dates_are_iso_strings_on_both_paths() -> None:
     when = {"asOf": dt.date(2026, 11, 30), "at": dt.datetime(2026, 12, 1, 9, 30)}
     assert (

@@ -196,6 +196,7 @@ class _Numbers(threading.local):
     def __init__(self) -> None:
         self.written: list[str] = []
         self.read: list[str] = []
+        self.negative_zero = False  # a Decimal written as -0 (it reads back as the int 0)
         self.decoder = json.JSONDecoder(parse_float=self.fraction, parse_constant=_reject_constant)
 
     def decimal_only(self, value: Any) -> Any:
@@ -203,6 +204,8 @@ class _Numbers(threading.local):
             text = _decimal_text(value)
             if "." in text:
                 self.written.append(text)
+            elif text == "-0":
+                self.negative_zero = True
             return orjson.Fragment(text)
         raise TypeError(f"not written alike: {type(value).__name__}")
 
@@ -237,6 +240,7 @@ def _orjson_alike(obj: Any, sort_keys: bool) -> tuple[str, Any] | None:
     written, read = numbers.written, numbers.read
     written.clear()
     read.clear()
+    numbers.negative_zero = False
     try:
         data = orjson.dumps(
             obj, default=numbers.decimal_only, option=_SORTED if sort_keys else _IN_ORDER
@@ -310,9 +314,19 @@ def normal_form(value: Any) -> Normal:
     :func:`dumps` writes.
 
     Where orjson wrote :func:`dumps`' text, the value it read back to check it is the
-    one kept (:func:`_orjson_alike`): the text is not read twice."""
-    normal = read_back(value, sort_keys=True)
-    try:  # written again, not orjson's first text: a Decimal -0 reads back as 0
+    one kept (:func:`_orjson_alike`): the text is not read twice. That text is also
+    the value's own text (each part reads back as what writes its text again: a
+    string, an int, a Decimal's exact digits, keys in the order they were sorted),
+    except where a Decimal was written as ``-0``, which reads back as the int 0: only
+    then is the value written again."""
+    alike = _orjson_alike(value, True)
+    if alike is not None:
+        if not _NUMBERS.negative_zero:
+            return Normal(alike[1], alike[0])
+        normal = alike[1]
+    else:
+        normal = loads(_json_text(value, True))
+    try:
         text = orjson.dumps(normal, default=fragment)
     except TypeError:  # orjson.JSONEncodeError is one
         return Normal(normal, _json_text(normal, True))
