@@ -1,7 +1,8 @@
 """The fast path is the slow path: an entry's body and wire form framed around its
 payload's canonical JSON are byte for byte the canonical JSON of the whole, for any
-entry; so the hash and leaf the store computes once (and recomputes from the row as
-stored) are the ones the verify walk recomputes from scratch."""
+entry; so the hash and leaf the store computes once (its framing fed to SHA-256 in
+parts, and recomputed so from the row as stored) are the ones the verify walk
+recomputes from scratch."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 
 from credit.canonical import canonical_bytes, dumps
 from credit.journal.audit import entry_leaf
-from credit.journal.base import entry_hash, framed, make_entry
+from credit.journal.base import body_hash, entry_hash, framed, placed_entry
 
 JSON = st.recursive(
     st.none()
@@ -41,7 +42,7 @@ def test_a_framed_entry_is_its_canonical_json_and_hashes_as_the_walk_does(
     prev: str,
     at: str,
 ) -> None:
-    entry = make_entry(seq, case_id, kind, payload, prev, at)
+    entry, leaf = placed_entry(seq, case_id, kind, payload, prev, at)
     text = dumps(payload, sort_keys=True)
     assert framed(seq, case_id, kind, text, prev, at) == canonical_bytes(entry.body())
     assert framed(seq, case_id, kind, text, prev, at, entry.hash) == canonical_bytes(
@@ -49,10 +50,14 @@ def test_a_framed_entry_is_its_canonical_json_and_hashes_as_the_walk_does(
     )
     assert entry.hash == entry_hash(prev, entry.body())
     assert entry.leaf_hash() == entry_leaf(entry.to_wire())
+    # the leaf a store places with it: from the framing hashed in parts
+    assert leaf == entry.leaf_hash()
+    # and as a read checks a stored row: from its columns, the payload as stored
+    assert body_hash(seq, case_id, kind, text, prev, at) == entry.hash
 
 
 def test_a_decimal_payload_keeps_its_digits_in_the_frame() -> None:
-    entry = make_entry(3, "C-1", "k", {"amount": Decimal("30100.00")}, "0" * 64, "t")
+    entry, _ = placed_entry(3, "C-1", "k", {"amount": Decimal("30100.00")}, "0" * 64, "t")
     assert b'"payload":{"amount":30100.00}' in framed(
         3, "C-1", "k", dumps(entry.payload, sort_keys=True), "0" * 64, "t"
     )

@@ -49,7 +49,7 @@ from credit.journal.audit import (
     vault_problem,
     vault_seal,
 )
-from credit.journal.merkle import KeptFrontiers, MerkleLog, leaf_hash
+from credit.journal.merkle import LEAF_PREFIX, KeptFrontiers, MerkleLog, leaf_hash
 from credit.journal.signer import JournalKey, ephemeral_key
 from credit.journal.tree import covering_checkpoint, sign_head
 from credit.kept import ReadOnlyDict
@@ -230,12 +230,22 @@ def framed(
     (with its hash), around a payload already in canonical JSON: exactly
     ``canonical_bytes(entry.body())`` / ``canonical_bytes(entry.to_wire())``, with the
     payload, the large part, serialised once (or never, when read back as stored)."""
+    return (
+        _head(case_id, kind, own_hash) + payload_text + _tail(seq, prev_hash, recorded_at)
+    ).encode()
+
+
+def _head(case_id: str | None, kind: str, own_hash: str | None) -> str:
+    """What a framed entry holds before its payload (its keys sort before it)."""
     hashed = "" if own_hash is None else f'"hash":{_quoted(own_hash)},'
     case = "null" if case_id is None else _quoted(case_id)
-    return (
-        f'{{"caseId":{case},{hashed}"kind":{_quoted(kind)},"payload":{payload_text},'
-        f'"prevHash":{_quoted(prev_hash)},"recordedAt":{_quoted(recorded_at)},"seq":{int(seq)}}}'
-    ).encode()
+    return f'{{"caseId":{case},{hashed}"kind":{_quoted(kind)},"payload":'
+
+
+def _tail(seq: int, prev_hash: str, recorded_at: str) -> str:
+    """What a framed entry holds after its payload (its keys sort after it)."""
+    at = _quoted(recorded_at)
+    return f',"prevHash":{_quoted(prev_hash)},"recordedAt":{at},"seq":{int(seq)}}}'
 
 
 # A JSON string as canonical dumps writes it (ensure_ascii off): the json module's own
@@ -247,7 +257,24 @@ def entry_hash(prev_hash: str, body: Mapping[str, Any]) -> str:
     return hashlib.sha256(prev_hash.encode("utf-8") + canonical_bytes(body)).hexdigest()
 
 
-def make_entry(
+def body_hash(
+    seq: int, case_id: str | None, kind: str, payload_text: str, prev_hash: str, recorded_at: str
+) -> str:
+    """An entry's hash from its columns as stored (its payload text canonical JSON):
+    SHA-256 of its previous hash and :func:`framed` of its body, fed in parts."""
+    body, tail = payload_text.encode(), _tail(seq, prev_hash, recorded_at).encode()
+    return _chained(prev_hash, case_id, kind, body, tail)
+
+
+def _chained(prev_hash: str, case_id: str | None, kind: str, body: bytes, tail: bytes) -> str:
+    chained = hashlib.sha256(prev_hash.encode("utf-8"))
+    chained.update(_head(case_id, kind, None).encode())
+    chained.update(body)
+    chained.update(tail)
+    return chained.hexdigest()
+
+
+def placed_entry(
     seq: int,
     case_id: str | None,
     kind: str,
@@ -256,14 +283,20 @@ def make_entry(
     recorded_at: str,
     key: JournalKey | None = None,
     payload_text: str | None = None,
-) -> Entry:
-    """The entry at ``seq``, hashed, and MACed when ``key`` is given. ``payload_text``:
-    the payload already in canonical JSON (it is then not serialised again)."""
+) -> tuple[Entry, bytes]:
+    """The entry at ``seq``, hashed, and MACed when ``key`` is given, and its leaf hash
+    (:meth:`Entry.leaf_hash`): the bytes :func:`framed` writes for its body and for its
+    wire form, each fed to SHA-256 in its three parts (the payload's text encoded once
+    for both), never joined. ``payload_text``: the payload already in canonical JSON
+    (it is then not serialised again)."""
     text = payload_text if payload_text is not None else dumps(payload, sort_keys=True)
-    digest = hashlib.sha256(
-        prev_hash.encode("ascii") + framed(seq, case_id, kind, text, prev_hash, recorded_at)
-    ).hexdigest()
-    return Entry(
+    body, tail = text.encode(), _tail(seq, prev_hash, recorded_at).encode()
+    digest = _chained(prev_hash, case_id, kind, body, tail)
+    leaf = hashlib.sha256(LEAF_PREFIX)
+    leaf.update(_head(case_id, kind, digest).encode())
+    leaf.update(body)
+    leaf.update(tail)
+    entry = Entry(
         seq=seq,
         case_id=case_id,
         kind=kind,
@@ -273,6 +306,7 @@ def make_entry(
         hash=digest,
         mac=key.mac(digest) if key is not None else None,
     )
+    return entry, leaf.digest()
 
 
 class ChainReport(BaseModel):
@@ -655,9 +689,8 @@ class InMemoryStore:
         body = dict(payload)
         text = dumps(body, sort_keys=True)
         seq, at = len(self._entries) + 1, self._clock.now().isoformat()
-        entry = make_entry(seq, case_id, kind, body, prev, at, self._key, text)
+        entry, leaf = placed_entry(seq, case_id, kind, body, prev, at, self._key, text)
         self._entries.append(entry)
-        leaf = leaf_hash(framed(seq, case_id, kind, text, prev, at, entry.hash))
         self._leaves.append(leaf)
         self._log.append(leaf)
         if case_id is not None:

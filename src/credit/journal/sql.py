@@ -103,16 +103,16 @@ from credit.journal.base import (
     Mark,
     Store,
     authenticate,
+    body_hash,
     checked_mark,
     entry_hash,
-    framed,
-    make_entry,
     mark_row,
+    placed_entry,
     stale_case,
     walk_entry,
 )
 from credit.journal.checkpoint import CHECKPOINT_SUFFIX
-from credit.journal.merkle import KeptFrontiers, MerkleLog, leaf_hash
+from credit.journal.merkle import KeptFrontiers, MerkleLog
 from credit.journal.signer import JournalKey, load_journal_key
 from credit.journal.tree import LastSigned, covering_checkpoint, sign_head
 from credit.journal.writerlock import FifoLock, signer_lock, writer_lock
@@ -1189,8 +1189,7 @@ class SqlStore:
         """The entry at the place after ``after`` (the seq and hash before it), hashed
         and MACed, and its row (with its leaf hash) as a group writes it."""
         seq, prev = after[0] + 1, after[1]
-        entry = make_entry(seq, case_id, kind, payload, prev, recorded_at, self.key, text)
-        leaf = leaf_hash(framed(seq, case_id, kind, text, prev, recorded_at, entry.hash))
+        entry, leaf = placed_entry(seq, case_id, kind, payload, prev, recorded_at, self.key, text)
         row = {
             "seq": seq,
             "case_id": case_id,
@@ -1209,8 +1208,8 @@ class SqlStore:
         payload text is canonical JSON, so it is not serialised again) and its MAC
         verified."""
         entry = self._entry(row)
-        body = framed(row.seq, row.case_id, row.kind, row.payload, row.prev_hash, row.recorded_at)
-        if hashlib.sha256(row.prev_hash.encode("utf-8") + body).hexdigest() != row.hash:
+        at = row.recorded_at
+        if body_hash(row.seq, row.case_id, row.kind, row.payload, row.prev_hash, at) != row.hash:
             authenticate(key, [entry])  # not as written: the full check names why
         problem = mac_problem(key, entry.hash, entry.mac)
         if problem is not None:
@@ -1640,13 +1639,11 @@ class SqlStore:
         stored text hashes to its hash holds the canonical JSON its writer hashed, so
         it is not parsed; any other is (an unreadable one is named as broken)."""
         prev, count = GENESIS_HASH, 0
-        sha256 = hashlib.sha256
         with self._read() as conn:
             for seq, case_id, kind, payload, prev_hash, at, own in self._links_in_order(conn):
                 count += 1
                 try:
-                    body = framed(seq, case_id, kind, payload, prev_hash, at)
-                    computed: str | None = sha256(prev_hash.encode("utf-8") + body).hexdigest()
+                    computed: str | None = body_hash(seq, case_id, kind, payload, prev_hash, at)
                 except Exception:  # a column of the wrong type: the parse below says which
                     computed = None
                 if computed == own and seq == count and prev_hash == prev:
