@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from credit.catalogue import default_catalogue
 from credit.errors import PolicyError
 from credit.fairness_terms import (
+    _RUN,
     REQUIRED_BASES,
     ProhibitedTerms,
     canonical_term,
@@ -299,6 +300,23 @@ def test_the_answer_kept_for_a_text_is_the_one_the_matcher_gives_and_a_list_of_i
     first.append(first[0] if first else _REFERENCE.find("age")[0])  # the caller's to change
     again = TERMS.find(text)  # kept
     assert again == TERMS._find(text) == _REFERENCE.find(text)
+
+
+def test_a_text_without_every_word_of_a_phrase_is_not_searched_for_it() -> None:
+    # "on" begins "on disability" and "on unemployment": a policy line with "on" and
+    # neither of the others cannot hold them, and the phrase index is not walked.
+    index = TERMS._index
+    line = "pricing.auto.prime.apr=6.49: payment 411.39 on 24480.00 over 72 months"
+    runs = set(_RUN.findall(normalise_text(line)))
+    assert "on" in runs and not index.may_match(runs)
+    assert TERMS._find(line) == [] == _REFERENCE.find(line)
+    # Every word present is not yet a match: the words must stand one after the other.
+    scattered = "disability was noted on the file"
+    assert index.may_match(set(_RUN.findall(normalise_text(scattered))))
+    assert TERMS._find(scattered) == _REFERENCE.find(scattered)
+    together = "the applicant is on disability"
+    assert [m.term for m in TERMS._find(together)] == [m.term for m in _REFERENCE.find(together)]
+    assert TERMS._find(together)
 
 
 def test_the_kept_answers_are_bounded() -> None:

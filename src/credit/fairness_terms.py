@@ -152,7 +152,7 @@ class _PhraseIndex:
     every phrase at every position. ``tests/reference_matcher.py`` keeps that regular
     expression, only to check this index against it."""
 
-    __slots__ = ("_by_first", "first_runs")
+    __slots__ = ("_by_first", "_wholes", "first_runs")
 
     def __init__(self, phrases: Any) -> None:
         gaps: dict[str, re.Pattern[str]] = {}
@@ -168,6 +168,22 @@ class _PhraseIndex:
             by_first.setdefault(canon[spans[0][0] : spans[0][1]], []).append(phrase)
         self._by_first = {run: tuple(found) for run, found in by_first.items()}
         self.first_runs = frozenset(self._by_first)
+        # each first run's phrases by the runs each is made of (a match holds them all)
+        self._wholes = {
+            run: tuple({frozenset((run, *p.rest)) for p in found})
+            for run, found in self._by_first.items()
+        }
+
+    def may_match(self, present: set[str]) -> bool:
+        """Whether some phrase has every one of its runs among ``present`` (the text's
+        runs): a match is a phrase's runs one after the other in the text, so a text
+        for which this is False holds no match (:meth:`spans` finds none)."""
+        wholes = self._wholes
+        for run in self.first_runs.intersection(present):
+            for whole in wholes[run]:
+                if whole <= present:
+                    return True
+        return False
 
     def match_at(
         self, norm: str, runs: list[str], spans: list[tuple[int, int]], i: int
@@ -372,6 +388,12 @@ class ProhibitedTerms:
         present = set(words)
         if present.isdisjoint(self._openers):  # no run that can begin a match
             return []
+        # a phrase matches only where all its runs are present; a pattern only where
+        # one of its words is
+        phrases = self._index.may_match(present)
+        worded = [(e, tp) for e, tp in self._patterns if not present.isdisjoint(tp.words)]
+        if not phrases and not worded:
+            return []
         spans = [m.span() for m in _RUN.finditer(norm)]
         exempt: list[tuple[int, int, str]] | None = None  # read only once something matches
 
@@ -385,12 +407,11 @@ class ProhibitedTerms:
             return not_exempt(start, end, self._by_term[canon][0].name)
 
         found: list[Match] = []
-        for start, end, canon in self._index.spans(norm, words, spans, keep=owner_not_exempt):
-            entry, term = self._by_term[canon]
-            found.append(_cite(entry, term, norm[start:end], start, end))
-        for entry, tp in self._patterns:
-            if present.isdisjoint(tp.words):
-                continue  # a match must hold one of its words
+        if phrases:
+            for start, end, canon in self._index.spans(norm, words, spans, keep=owner_not_exempt):
+                entry, term = self._by_term[canon]
+                found.append(_cite(entry, term, norm[start:end], start, end))
+        for entry, tp in worded:
             for m in tp.compiled.finditer(norm):
                 if not tp.holds_a_word(m.group()) or not not_exempt(m.start(), m.end(), entry.name):
                     continue
