@@ -314,18 +314,12 @@ def normal_form(value: Any) -> Normal:
     :func:`dumps` writes.
 
     Where orjson wrote :func:`dumps`' text, the value it read back to check it is the
-    one kept (:func:`_orjson_alike`): the text is not read twice. That text is also
-    the value's own text (each part reads back as what writes its text again: a
-    string, an int, a Decimal's exact digits, keys in the order they were sorted),
-    except where a Decimal was written as ``-0``, which reads back as the int 0: only
-    then is the value written again."""
-    alike = _orjson_alike(value, True)
-    if alike is not None:
-        if not _NUMBERS.negative_zero:
-            return Normal(alike[1], alike[0])
-        normal = alike[1]
-    else:
-        normal = loads(_json_text(value, True))
+    one kept (:func:`_orjson_alike`): the text is not read twice, and it is kept as
+    the value's own text where it is that (:func:`_read_back`); only where it is not
+    is the value written again."""
+    own, normal = _read_back(value, True)
+    if own is not None:
+        return Normal(normal, own)
     try:
         text = orjson.dumps(normal, default=fragment)
     except TypeError:  # orjson.JSONEncodeError is one
@@ -338,8 +332,18 @@ def read_back(value: Any, *, sort_keys: bool = False) -> Any:
     (a float as the exact decimal it prints as, a date as its text), without parsing
     the text again where orjson wrote it (:func:`_orjson_alike` read it back already).
     A value :func:`dumps` refuses is refused alike."""
+    return _read_back(value, sort_keys)[1]
+
+
+def _read_back(value: Any, sort_keys: bool) -> tuple[str | None, Any]:
+    """What :func:`read_back` gives, and with it orjson's text where that is also the
+    text of the value read back (each part reads back as what writes its text again),
+    else None: where json's encoder wrote the text, or where a Decimal was written as
+    ``-0``, which reads back as the int 0."""
     alike = _orjson_alike(value, sort_keys)
-    return alike[1] if alike is not None else loads(_json_text(value, sort_keys))
+    if alike is None:
+        return None, loads(_json_text(value, sort_keys))
+    return (None if _NUMBERS.negative_zero else alike[0]), alike[1]
 
 
 def fragment(value: Any) -> Any:
