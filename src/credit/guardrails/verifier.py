@@ -251,21 +251,15 @@ class _Subject:
 
 def _starting(paragraphs: list[str], text: str) -> list[int]:
     """The paragraphs that start with ``text``, by index."""
-    found = []
-    for at, paragraph in enumerate(paragraphs):
-        if paragraph.startswith(text):
-            found.append(at)
-    return found
+    return [at for at, paragraph in enumerate(paragraphs) if paragraph.startswith(text)]
 
 
 def _first_lines(paragraphs: list[str], line: str) -> list[int]:
     """The paragraphs whose first line (up to the first newline) is ``line``, by index."""
     if "\n" in line:
         return []
-    found = _starting(paragraphs, line + "\n")
-    if line in paragraphs:  # a paragraph of that line alone
-        found = sorted(found + [i for i, p in enumerate(paragraphs) if p == line])
-    return found
+    first = line + "\n"
+    return [at for at, p in enumerate(paragraphs) if p.startswith(first) or p == line]
 
 
 def _headings(pins: Pins) -> tuple[str, str]:
