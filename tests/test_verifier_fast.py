@@ -25,20 +25,27 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from credit import decide_case, default_policy, parse_case
 from credit.catalogue import default_catalogue
 from credit.examples import generate_cases
-from credit.guardrails import CHECK_IDS, VerificationReport, Verifier, default_pins
+from credit.guardrails import CHECK_IDS, VerificationReport, Verifier, default_pins, promise_scan
 from credit.guardrails import verifier as V
 from credit.guardrails.expectation import expectation_for
 from credit.guardrails.report import CHECK_NAMES, CheckResult
 from credit.legal_frame import default_frame
 from credit.notice_format import Expectation, KeyFactorFacts, Notice, NoticeReason
 from credit.notices import NOTICE_DECISIONS, render_notice
-from notice_helpers import GOLDEN_IDS, notice_and_expectation
+from notice_helpers import (
+    GOLDEN_IDS,
+    data_copy,
+    notice_and_expectation,
+    pins_from,
+    replace_once,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -577,3 +584,169 @@ def test_the_promise_scan_reads_the_lines_it_is_given_as_its_own() -> None:
     for notice, _ in genuine()[:20]:
         for text in (notice.text, notice.text + "\nWe guarantee approval."):
             assert scan.promises_in(text, lines=text.split("\n")) == scan.promises_in(text)
+
+
+# ---------------------------------------------------------------- the disclosure's bureau lines
+
+ODD_BUREAU = {  # each out of its format alone, several made to run into the line's text
+    "bureau_name": ["Example Credit Bureau, PO Box 1", "example bureau", ""],
+    "bureau_address": ["PO Box 1000, Springfield, ST 00000, telephone 1-800-555-0100", "x"],
+    "bureau_phone": ["call 1-900-555-0199", "1-800-555-0100.", "1-800-555-0100\n"],
+    "score_model": ["Example Score 8, telephone", "score 8"],
+}
+ODD_FACTOR_VALUES = ["5 accounts or so", "$1,000.00", "43", "4 accounts)", ""]
+ODD_FACTOR_TEXTS = ["Too many accounts (forty)\n- Accounts", "Balances (high)", ""]
+
+
+def _scored() -> list[tuple[Notice, Expectation]]:
+    return [(n, e) for n, e in genuine() if e.credit_score and e.credit_score.key_factors]
+
+
+def _with_disclosure(notice: Notice, expectation: Expectation) -> V._Subject:
+    """The notice with its credit-score disclosure written as the plan writes it for the
+    expectation's values (so the disclosure is the expected one, whatever they are)."""
+    subject = V._read(notice, expectation, PINS)
+    plan, values = subject.frame()
+    assert plan.disclosure is not None and plan.disclosure.paragraph is not None
+    heading = PINS.frame["creditScore.heading"]
+    paragraphs = [
+        plan.disclosure.paragraph.fill(values) if p.split("\n", 1)[0] == heading else p
+        for p in notice.text.split("\n\n")
+    ]
+    written = notice.model_copy(update={"text": "\n\n".join(paragraphs)})
+    return V._read(written, expectation, PINS)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_the_disclosure_is_clear_only_where_its_check_finds_nothing(data: st.DataObject) -> None:
+    notice, expectation = data.draw(st.sampled_from(_scored()))
+    score = expectation.credit_score
+    assert score is not None
+    update: dict[str, Any] = {}
+    for field, odd in ODD_BUREAU.items():
+        if data.draw(st.booleans()):
+            update[field] = data.draw(st.sampled_from(odd))
+    factors = list(score.key_factors)
+    for k, factor in enumerate(factors):
+        if data.draw(st.booleans()):
+            value = data.draw(st.sampled_from([*ODD_FACTOR_VALUES, *(f.value for f in factors)]))
+            factors[k] = factor.model_copy(update={"value": value})
+        if data.draw(st.booleans()):
+            text = data.draw(st.sampled_from(ODD_FACTOR_TEXTS))
+            factors[k] = factors[k].model_copy(update={"text": text})
+    update["key_factors"] = tuple(factors)
+    changed = expectation.model_copy(update={"credit_score": score.model_copy(update=update)})
+    subject = _with_disclosure(notice, changed)
+    problems = V._disclosure_problems(subject)
+    if V._disclosure_clear(subject):
+        assert problems == []
+    elif not problems:  # in form, though not decided from its values: only a value that
+        # runs into the text around it can be read so
+        assert update.keys() - {"key_factors"} or factors != list(score.key_factors)
+
+
+def test_a_bureau_value_out_of_form_in_notice_and_expectation_alike_fails_v8() -> None:
+    # the frame (V7) is intact, since the expectation states the same value; the
+    # bureau's format is what V8 holds the disclosure to
+    notice, expectation = _scored()[0]
+    score = expectation.credit_score
+    assert score is not None
+    for update in ({"bureau_phone": "call 1-900-555-0199"}, {"score_model": "score 8"}):
+        changed = expectation.model_copy(update={"credit_score": score.model_copy(update=update)})
+        subject = _with_disclosure(notice, changed)
+        assert V._v7_legal_frame_intact(subject)[0]
+        assert not V._disclosure_clear(subject)
+        assert V._disclosure_problems(subject)
+        report = Verifier().verify(subject.notice, changed)
+        assert report.failed == ("V8",)
+        assert report == FULL.verify(subject.notice, changed)
+        assert "in a form the bureau never uses" in report.checks["V8"].detail
+    # and the same notice with the values in form is clear
+    subject = _with_disclosure(notice, expectation)
+    assert V._disclosure_clear(subject) and not V._disclosure_problems(subject)
+
+
+def test_a_disclosure_that_is_not_the_expected_one_is_left_to_the_check() -> None:
+    # the notice alone states the telephone out of form: the expectation's values are
+    # all in form, but they are not what the disclosure says
+    notice, expectation = _scored()[0]
+    score = expectation.credit_score
+    assert score is not None
+    phone = f"telephone {score.bureau_phone}"
+    odd = replace_once(notice, phone, "telephone 1-900-555-0199")
+    subject = V._read(odd, expectation, PINS)
+    assert not V._disclosure_clear(subject)
+    assert V._disclosure_problems(subject)
+    report = Verifier().verify(odd, expectation)
+    assert report.failed == ("V7", "V8") and report == FULL.verify(odd, expectation)
+
+
+def test_a_key_factor_value_out_of_its_codes_form_is_not_clear() -> None:
+    notice, expectation = _scored()[0]
+    score = expectation.credit_score
+    assert score is not None
+    first, *rest = score.key_factors
+    odd = first.model_copy(update={"value": first.value + " or so"})
+    changed = expectation.model_copy(
+        update={"credit_score": score.model_copy(update={"key_factors": (odd, *rest)})}
+    )
+    subject = _with_disclosure(notice, changed)
+    assert not V._disclosure_clear(subject)
+    assert any(f"key factor {first.code}" in p for p in V._disclosure_problems(subject))
+
+
+def _plan_of(pins: Any) -> Any:
+    return V._frame_plan(pins, False, "auto", True, True, 2)
+
+
+def test_a_line_that_may_be_a_bureau_line_by_its_values_leaves_the_disclosure_to_the_check(
+    tmp_path: Path,
+) -> None:
+    assert _plan_of(PINS).disclosure is not None
+    sources = data_copy(tmp_path)
+    text = sources.frame.read_text(encoding="utf-8")
+    intro = next(line for line in text.splitlines() if line.lstrip().startswith("intro:"))
+    head, words = intro.split("intro: ", 1)
+    # a line of text alone that begins as a key factor's line does is decided as it is
+    sources.frame.write_text(text.replace(intro, f"{head}intro: '- {words}'"), encoding="utf-8")
+    assert _plan_of(pins_from(sources)).disclosure is not None
+    # with a value in it, whether it is one depends on the value, so the plan cannot say
+    edited_intro = f"{head}intro: '- {{bureauName}} {words}'"
+    sources.frame.write_text(text.replace(intro, edited_intro), encoding="utf-8")
+    edited = pins_from(sources)
+    assert edited.bureau_values_compose
+    assert _plan_of(edited).disclosure is None
+
+
+def test_a_bureau_format_that_looks_past_its_value_leaves_the_disclosure_to_the_check(
+    tmp_path: Path,
+) -> None:
+    sources = data_copy(tmp_path)
+    raw = yaml.safe_load(sources.bureau_formats.read_text(encoding="utf-8"))
+    phone = raw["fields"]["bureau.phone"]
+    phone["pattern"] = phone["pattern"] + r"\b"  # a word boundary reads past the value
+    sources.bureau_formats.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
+    edited = pins_from(sources)
+    assert not edited.bureau_values_compose
+    assert _plan_of(edited).disclosure is None
+
+
+@pytest.mark.parametrize(
+    ("pattern", "composes"),
+    [
+        (r"PO Box [0-9]{1,6}", True),
+        (r"(?:[A-Z][a-z]+)(?: [A-Z][a-z]+){0,3}", True),
+        (r"(?i:toll)-free", True),
+        (r"[0-9]+\b", False),
+        (r"^[0-9]+", False),
+        (r"[0-9]+(?=%)", False),
+        (r"(?>[0-9]+)", False),
+        (r"[0-9]++", False),
+        (r"([0-9])\1", False),
+    ],
+)
+def test_a_pattern_composes_only_if_it_reads_nothing_past_its_match(
+    pattern: str, composes: bool
+) -> None:
+    assert promise_scan.composes(re.compile(pattern)) is composes

@@ -26,7 +26,7 @@ from credit.guardrails.lock import (
     drift,
     read_lock,
 )
-from credit.guardrails.promise_scan import PromiseScan
+from credit.guardrails.promise_scan import PromiseScan, composes
 from credit.guardrails.rules import VerifierRules, load_rules
 from credit.legal_frame import LegalFrame, load_frame
 
@@ -146,6 +146,16 @@ class Pins:
             prefix = template.split("{", 1)[0]
             lines.append(BureauLine(key, prefix, _line_pattern(template, {}), strict, each))
         return tuple(lines)
+
+    @cached_property
+    def bureau_values_compose(self) -> bool:
+        """Whether each bureau field's format and each key factor's, as the part of a
+        disclosure line's pattern (:attr:`bureau_lines`) written for its value, matches
+        what it matches alone (:func:`~credit.guardrails.promise_scan.composes`). Then a
+        line of a template filled with values each in its format is in form."""
+        patterns = [self.formats.fields[f].pattern for f in BUREAU_PLACEHOLDERS.values()]
+        patterns += [k.pattern for k in self.formats.key_factors.values()]
+        return all(composes(p) for p in patterns)
 
     @cached_property
     def _stores(self) -> dict[str, Kept]:

@@ -35,7 +35,7 @@ from typing import Any
 
 from credit.guardrails.rules import VerifierRules
 
-__all__ = ["PromiseScan", "required_literals", "separators"]
+__all__ = ["PromiseScan", "composes", "required_literals", "separators"]
 
 _parser: Any = importlib.import_module("re._parser")
 _compiler: Any = importlib.import_module("re._compiler")
@@ -72,6 +72,41 @@ def _leaves(items: Any, out: list[Any]) -> bool:
         else:  # ASSERT, ASSERT_NOT, GROUPREF, GROUPREF_EXISTS, anything new
             return False
     return True
+
+
+_SINGLE = frozenset({_c.LITERAL, _c.NOT_LITERAL, _c.ANY, _c.IN})
+_GREEDY_OR_LAZY = frozenset({_c.MAX_REPEAT, _c.MIN_REPEAT})
+
+
+def _composing(items: Any) -> bool:
+    for op, av in items:
+        if op in _SINGLE:
+            continue
+        if op is _c.SUBPATTERN:
+            if av[0] is not None or not _composing(av[3]):  # a group: nothing refers to it
+                return False
+        elif op in _GREEDY_OR_LAZY:
+            if not _composing(av[2]):
+                return False
+        elif op is _c.BRANCH:
+            if not all(_composing(branch) for branch in av[1]):
+                return False
+        else:  # AT, ASSERT, ASSERT_NOT, GROUPREF, ATOMIC_GROUP, POSSESSIVE_REPEAT, ...
+            return False
+    return True
+
+
+def composes(pattern: re.Pattern[str]) -> bool:
+    """Whether the pattern matches the same texts inside a larger pattern as alone: it
+    reads no character outside its match (no anchor, word boundary or lookaround),
+    refers to no group, and never gives up a way of matching once taken (no atomic
+    group or possessive repeat). Then a text made of pieces, each matched alone by the
+    part of a concatenated pattern (``(?:a)(?:b)...``) written for it, is matched by the
+    whole. False for any pattern this reading does not know."""
+    try:
+        return _composing(_parser.parse(pattern.pattern, pattern.flags))
+    except Exception:
+        return False
 
 
 def separators(pattern: re.Pattern[str]) -> frozenset[str]:

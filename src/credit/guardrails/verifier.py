@@ -54,9 +54,12 @@ notice that passes it; everywhere else (and for a check replaced with
 detail is the check's own (a hypothesis property compares the two over notices with
 any defect). What a check found for a reason as stated (its code, category, label,
 sentence and values) is kept with it (:class:`_Facts`), as are the answers for other
-recurring text (a line's promise verdict, a disclosure line's bureau form, a filled
-wording, the frame's plan for a shape of notice, a report's passing results), each
-store held by the pinned data it came from and emptied when full. Nothing kept is an
+recurring text (a line's promise verdict, a disclosure line's bureau form, a bureau
+value's format, a filled wording, the frame's plan for a shape of notice, a report's
+passing results), each store held by the pinned data it came from and emptied when
+full. Where the credit-score disclosure is exactly the frame's plan filled with the
+expectation's values, its bureau lines are judged from those values' formats
+(:func:`_disclosure_clear`). Nothing kept is an
 answer for a notice as a whole: the case's own values (case id, dates, amounts, score)
 are read in every notice.
 
@@ -77,9 +80,16 @@ from itertools import chain, compress
 from operator import itemgetter
 from typing import NamedTuple
 
+from credit.bureau_formats import BureauFormats
 from credit.catalogue import ReasonEntry
 from credit.errors import NoticeInputError
-from credit.guardrails.pins import KEY_FACTOR_VALUE, Pins, default_pins
+from credit.guardrails.pins import (
+    BUREAU_PLACEHOLDERS,
+    KEY_FACTOR_VALUE,
+    BureauLine,
+    Pins,
+    default_pins,
+)
 from credit.guardrails.report import CHECK_IDS, CHECK_NAMES, CheckResult, VerificationReport
 from credit.notice_format import Expectation, KeyFactorFacts, Notice
 
@@ -195,6 +205,13 @@ class _Subject:
     _facts: list[_Facts] | None = None
     _shown: list[KeyFactorFacts] | None = None
     _lines: list[str] | None = None
+    _frame: tuple[_FramePlan, list[str]] | None = None
+
+    def frame(self) -> tuple[_FramePlan, list[str]]:
+        """The frame the notice must carry (:func:`_expected_frame`), derived once."""
+        if self._frame is None:
+            self._frame = _expected_frame(self)
+        return self._frame
 
     def shown(self) -> list[KeyFactorFacts]:
         """The key factors the credit-score disclosure shows (none without a score)."""
@@ -416,6 +433,29 @@ class _FramePlan:
     whole: _Filling
     missing_first: str | None
     missing_after_offer: str | None
+    disclosure: _Disclosure | None  # None: its bureau lines depend on more than values
+
+
+@dataclass(frozen=True, slots=True)
+class _BureauSlot:
+    """A line of the credit-score disclosure that prints bureau values, as a plan fills
+    it: its kind, the index among the values of its key factor's code (for a kind whose
+    format depends on the code) and, for each of its placeholders that has a format (a
+    bureau value's or a key factor's), the index of the value it is filled with and its
+    name."""
+
+    kind: BureauLine
+    code_at: int | None
+    values: tuple[tuple[int, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Disclosure:
+    """A plan's credit-score disclosure (None: a notice of this shape has none) and its
+    bureau lines, for :func:`_disclosure_clear`."""
+
+    paragraph: _Filling | None
+    slots: tuple[_BureauSlot, ...]
 
 
 def _frame_plan(
@@ -454,38 +494,96 @@ def _frame_plan(
         paras.append(
             [[f["counteroffer.heading"]], terms, fill("counteroffer.standing", standing, after)]
         )
+    lines: list[list[_Piece]] = []  # the credit score's, each made from (key, factor)
+    made: list[tuple[str | None, int | None]] = []
     if score:
         bureau = _slots("bureauName", "bureauAddress", "bureauPhone")
         scored = _slots("score", "scoreLow", "scoreHigh", "scoreDate", "scoreModel", "bureauName")
-        lines: list[list[_Piece]] = [
+        keys = ["creditScore.intro", "creditScore.score", "creditScore.range", "creditScore.date"]
+        keys += ["creditScore.model"] if model else []
+        made = [(None, None), *((key, None) for key in keys), (None, None)]
+        lines = [
             [f["creditScore.heading"]],
             fill("creditScore.intro", bureau, after),
-            fill("creditScore.score", scored, after),
-            fill("creditScore.range", scored, after),
-            fill("creditScore.date", scored, after),
+            *(fill(key, scored, after) for key in keys[1:]),
+            [f["creditScore.keyFactorsHeading"]],
         ]
-        if model:
-            lines.append(fill("creditScore.model", scored, after))
-        lines.append([f["creditScore.keyFactorsHeading"]])
-        lines += [
-            fill("creditScore.keyFactor", _slots(*_FACTOR_FIELDS, factor=k), after)
-            for k in range(factors)
-        ] or [[f["creditScore.noKeyFactors"]]]
-        lines += [
-            fill(f"creditScore.{key}", bureau, after)
-            for key in ("agency", "notDecision", "freeReport", "dispute")
-        ]
+        for k in range(factors):
+            lines.append(fill("creditScore.keyFactor", _slots(*_FACTOR_FIELDS, factor=k), after))
+            made.append(("creditScore.keyFactor", k))
+        if not factors:
+            lines.append([f["creditScore.noKeyFactors"]])
+            made.append((None, None))
+        for key in ("agency", "notDecision", "freeReport", "dispute"):
+            lines.append(fill(f"creditScore.{key}", bureau, after))
+            made.append((f"creditScore.{key}", None))
         paras.append(lines)
     agency = {"agencyName": f["ecoa.agencyName"], "agencyAddress": f["ecoa.agencyAddress"]}
     paras.append([[f["ecoa.heading"]], fill("ecoa.text", agency, after)])
     paragraphs = [_joined_pieces(lines, "\n") for lines in paras]
     paragraphs[-1].append("\n")
+    disclosure = (
+        _disclosure_plan(pins, lines, made, paragraphs[-2]) if score else _Disclosure(None, ())
+    )
     return _FramePlan(
         tuple(_Filling.of(p) for p in paragraphs),
         _Filling.of(_joined_pieces(paragraphs, "\n\n")),
         first[0] if first else None,
         after[0] if after else None,
+        disclosure,
     )
+
+
+def _disclosure_plan(
+    pins: Pins,
+    lines: list[list[_Piece]],
+    made: list[tuple[str | None, int | None]],
+    paragraph: list[_Piece],
+) -> _Disclosure | None:
+    """The credit-score disclosure of a plan (its ``lines``, each made from a frame key
+    and the key factor it shows, or a line of text alone) with its bureau lines, where
+    which lines are bureau lines, and of which kind, follows from the templates for any
+    values without a newline: a line that begins with text no kind's first words can
+    begin or be begun by is none, and a line of a kind's template, whose first words
+    are the kind's own and no other's, is of that kind alone. None where it depends on
+    the values, or where a bureau value's format, as part of its line's pattern, may
+    match otherwise than alone (then the check decides)."""
+    if not pins.bureau_values_compose:
+        return None
+    kinds = pins.bureau_lines
+    slots: list[_BureauSlot] = []
+    seen: dict[str, int] = {}
+    for pieces, (key, factor) in zip(lines, made, strict=True):
+        line = _Filling.of(pieces)
+        head = line.texts[0]  # the text before its first value
+        if not line.at:  # a line of text alone: a bureau line or not, whatever the values
+            if any(head.startswith(k.prefix) and k.loose.fullmatch(head) for k in kinds):
+                return None
+            continue
+        own = None
+        for kind in kinds:
+            if kind.key == key and head == kind.prefix:
+                own = kind
+            elif head.startswith(kind.prefix) or kind.prefix.startswith(head):
+                return None  # of this kind or not by its values
+        if own is None or key is None:
+            continue
+        texts, names = _template(pins.frame[key])
+        if line.texts != texts or len(names) != len(line.at):
+            return None
+        code_at = None
+        nth = seen[own.key] = seen.get(own.key, -1) + 1  # its place among its kind's lines
+        if len(own.strict) > 1:  # a value in the format of the key factor's code
+            if factor != nth:
+                return None
+            code_at = len(_FIELDS) + 3 * factor + 2
+        formatted = [
+            (at, name)
+            for at, name in zip(line.at, names, strict=True)
+            if name in BUREAU_PLACEHOLDERS or name == KEY_FACTOR_VALUE
+        ]  # each other value is any text without a newline, as every value must be
+        slots.append(_BureauSlot(own, code_at, tuple(formatted)))
+    return _Disclosure(_Filling.of(paragraph), tuple(slots))
 
 
 def _joined_pieces(parts: list[list[_Piece]], between: str) -> list[_Piece]:
@@ -917,7 +1015,7 @@ def _v7_legal_frame_intact(s: _Subject) -> tuple[bool, str]:
             f"reviewed catalogue is {pins.catalogue_sha256[:12]}"
         )
     try:
-        plan, values = _expected_frame(s)
+        plan, values = s.frame()
     except _Missing as missing:
         problems.append(f"the expectation lacks {missing.name} to derive the frame")
         return False, _joined(problems)
@@ -1077,6 +1175,55 @@ def _disclosure_problems(s: _Subject) -> list[str]:
     return problems
 
 
+def _disclosure_clear(s: _Subject) -> bool:
+    """Whether the check of the disclosure's bureau lines finds nothing
+    (:func:`_disclosure_problems`), decided from the values the frame's plan fills them
+    with: the notice's disclosure (the first paragraph under its heading, the one the
+    check reads) is the plan's, exactly, and none of its values holds a newline (so its
+    lines are the plan's lines filled, each a bureau line of the kind the plan says or
+    none), and each value of a bureau line is in its format (kept by value: the
+    bureau's name, address and telephone recur in every notice). Then each line matches
+    its kind's pattern, whose parts are those formats. False where it cannot be decided
+    so: then the check decides."""
+    try:
+        plan, values = s.frame()
+    except _Missing:
+        return False
+    disclosure = plan.disclosure
+    if disclosure is None:
+        return False
+    found = _first_lines(s.paragraphs, s.pins.frame["creditScore.heading"])
+    paragraph = disclosure.paragraph
+    if paragraph is None:
+        return not found
+    if not found or s.paragraphs[found[0]] != paragraph.fill(values):  # the one checked
+        return False
+    if "\n" in "".join(paragraph.pick(values)):
+        return False
+    kept, formats = s.pins.kept("bureau_values"), s.pins.formats
+    for slot in disclosure.slots:
+        code = None if slot.code_at is None else values[slot.code_at]
+        if code is not None and code not in slot.kind.strict:
+            return False
+        for at, name in slot.values:
+            key = (name, code, values[at])
+            in_form: bool | None = kept.get(key)
+            if in_form is None:
+                in_form = kept.put(key, _in_format(formats, name, code, values[at]))
+            if not in_form:
+                return False
+    return True
+
+
+def _in_format(formats: BureauFormats, name: str, code: str | None, value: str) -> bool:
+    """Whether a value matches the part of its line's pattern written for its
+    placeholder ``name``: the bureau field's format, or the key factor's (by its code)."""
+    field = BUREAU_PLACEHOLDERS.get(name)
+    if field is not None:
+        return formats.fields[field].pattern.fullmatch(value) is not None
+    return code is not None and formats.key_factors[code].pattern.fullmatch(value) is not None
+
+
 # ---------------------------------------------------------------- the clear way
 #
 # A genuine notice passes every check. The clear way reads it once for all eight: for
@@ -1187,7 +1334,7 @@ def _clear_way(s: _Subject) -> list[str | None]:
         approved
         and not _bad_characters(n.text, newline_ok=True)
         and not _bad_characters(n.case_id + n.frame_sha256 + n.catalogue_sha256, newline_ok=False)
-        and not _disclosure_problems(s)
+        and (_disclosure_clear(s) or not _disclosure_problems(s))
         and not pins.promise_scan.promises_in(n.text, lines=s.lines())
     ):
         out[7] = _V8_PASSED
