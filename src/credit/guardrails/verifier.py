@@ -555,6 +555,8 @@ def _disclosure_plan(
     seen: dict[str, int] = {}
     for pieces, (key, factor) in zip(lines, made, strict=True):
         line = _Filling.of(pieces)
+        if any("\n" in text for text in line.texts):  # one line of the text each (the
+            return None  # frame's loader allows no newline in a template: not relied on)
         head = line.texts[0]  # the text before its first value
         if not line.at:  # a line of text alone: a bureau line or not, whatever the values
             if any(head.startswith(k.prefix) and k.loose.fullmatch(head) for k in kinds):
