@@ -120,18 +120,40 @@ def test_a_notice_with_one_field_replaced_is_valid_or_bad_input_naming_a_field(
 _TERM_WORDS = sorted(
     {w for e in default_prohibited_terms().entries for t in e.terms for w in t.split(" ")}
 )
+# the patterns' listed words and what stands around them ("applicants over 62", "born
+# in 1960"): the patterns are tried only where one of their words is in the text
+_PATTERN_WORDS = sorted({w for _, p in default_prohibited_terms().patterns for w in p.words})
+_AROUND_A_PATTERN = ["62", "25", "1960", "1980s", "600", "or", "and", "are", "who", "aged"]
+_AROUND_A_PATTERN += ["the", "age", "of", "in", "before", "least", "yet", "than", "your", "at"]
 
 
-@EXAMPLES
+@settings(max_examples=400, deadline=None)
 @given(
     st.lists(
-        st.sampled_from(_TERM_WORDS) | st.from_regex(r"[A-Za-z0-9']{1,8}", fullmatch=True),
-        max_size=8,
+        st.sampled_from(_TERM_WORDS)
+        | st.sampled_from(_PATTERN_WORDS + _AROUND_A_PATTERN)
+        | st.from_regex(r"[A-Za-z0-9']{1,8}", fullmatch=True),
+        max_size=10,
     ),
-    st.lists(st.sampled_from([" ", "-", "_", ", ", ". ", "'", "/"]), min_size=8, max_size=8),
+    st.lists(
+        st.sampled_from([" ", "  ", "-", "_", ", ", ". ", "'", "/", "\n"]), min_size=10, max_size=10
+    ),
 )
 def test_the_quick_pre_check_never_hides_a_prohibited_term(
     words: list[str], separators: list[str]
 ) -> None:
     text = "".join(w + s for w, s in zip(words, separators, strict=False))
     assert _may_cite(VERIFIER.pins, text) == bool(find_prohibited(text)), text
+
+
+def test_each_patterns_own_example_passes_the_quick_pre_check_and_cites() -> None:
+    for _, pattern in default_prohibited_terms().patterns:
+        assert _may_cite(VERIFIER.pins, pattern.example), pattern.id
+        assert any(m.pattern for m in find_prohibited(pattern.example)), pattern.id
+        # and without its listed words the text can hold no citation of the pattern
+        bare = " ".join(
+            w
+            for w in re.findall(r"[A-Za-z0-9']+", pattern.example)
+            if w.lower() not in pattern.words
+        )
+        assert not any(m.term == pattern.id for m in find_prohibited(bare)), (pattern.id, bare)

@@ -37,6 +37,7 @@ import datetime as dt
 import re
 import unicodedata
 from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -322,7 +323,6 @@ class ProhibitedTerms:
     _index: _PhraseIndex = field(repr=False, compare=False)
     _exempt_index: _PhraseIndex = field(repr=False, compare=False)
     _patterns: tuple[tuple[Entry, TermPattern], ...] = field(repr=False, compare=False)
-    _pattern_any: re.Pattern[str] | None = field(repr=False, compare=False)
     # every run that can begin a term or key, and every pattern's listed words: text
     # with none of them as a run matches nothing
     _openers: frozenset[str] = field(repr=False, compare=False)
@@ -362,10 +362,18 @@ class ProhibitedTerms:
         """Every pattern with the basis or proxy it cites."""
         return self._patterns
 
-    def pattern_may_match(self, normalised: str) -> bool:
-        """Whether some pattern matches the (already normalised) text: one pass, for a
-        quick pre-check; :meth:`find` decides."""
-        return self._pattern_any is not None and self._pattern_any.search(normalised) is not None
+    def pattern_may_match(self, normalised: str, runs: AbstractSet[str]) -> bool:
+        """Whether a pattern that may cite matches the (already normalised) text, whose
+        runs are ``runs``: for a quick pre-check; :meth:`find` decides. Only the
+        patterns one of whose words is a run are tried (:meth:`_worded`)."""
+        return any(tp.compiled.search(normalised) for _, tp in self._worded(runs))
+
+    def _worded(self, runs: AbstractSet[str]) -> list[tuple[Entry, TermPattern]]:
+        """The patterns one of whose words is among a text's runs. A match counts only
+        where it holds one of its pattern's words as a whole word, and a match begins
+        and ends at a run's edge (each pattern is compiled so), so its runs are runs of
+        the text: no other pattern can cite in it."""
+        return [(e, tp) for e, tp in self._patterns if not runs.isdisjoint(tp.words)]
 
     def find(self, text: str) -> list[Match]:
         """Every citation of a basis or proxy in the text, in order of position.
@@ -391,7 +399,7 @@ class ProhibitedTerms:
         # a phrase matches only where all its runs are present; a pattern only where
         # one of its words is
         phrases = self._index.may_match(present)
-        worded = [(e, tp) for e, tp in self._patterns if not present.isdisjoint(tp.words)]
+        worded = self._worded(present)
         if not phrases and not worded:
             return []
         spans = [m.span() for m in _RUN.finditer(norm)]
@@ -677,11 +685,6 @@ def load_prohibited_terms(path: Path | str) -> ProhibitedTerms:
         _index=index,
         _exempt_index=_PhraseIndex(builder.exempt),
         _patterns=patterns,
-        _pattern_any=(
-            re.compile("|".join(f"(?:{p.compiled.pattern})" for _, p in patterns))
-            if patterns
-            else None
-        ),
         _openers=index.first_runs | {w for _, p in patterns for w in p.words},
     )
 

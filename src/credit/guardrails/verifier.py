@@ -755,14 +755,15 @@ _WORD = re.compile(r"[a-z0-9]+")
 def _may_cite(pins: Pins, text: str) -> bool:
     """Whether the text cites a prohibited basis, by the matcher of
     :mod:`credit.fairness_terms`. ASCII text that has, as a word, not one term's
-    longest word, and that no pattern matches, cannot cite a basis, so the matcher is
-    skipped for it (a quick pre-check; a hypothesis test pins that it never hides a
-    match). Non-ASCII text always goes to the matcher (NFKC may fold it into a term)."""
+    longest word, and that no pattern matches (of those with one of their words in
+    it: no other can cite), cannot cite a basis, so the matcher is skipped for it (a
+    quick pre-check; a hypothesis test pins that it never hides a match). Non-ASCII
+    text always goes to the matcher (NFKC may fold it into a term)."""
     if not text.isascii():
         return bool(pins.terms.find(text))
     lower = text.lower()  # what the matcher normalises ASCII text to
     words = set(_WORD.findall(lower))
-    if words.isdisjoint(pins.term_words) and not pins.terms.pattern_may_match(lower):
+    if words.isdisjoint(pins.term_words) and not pins.terms.pattern_may_match(lower, words):
         return False
     return bool(pins.terms.find(text))
 
