@@ -759,11 +759,13 @@ def test_a_plan_line_holding_a_newline_leaves_the_disclosure_to_the_check() -> N
         agency += [at, text]
     made = [(None, None), ("creditScore.agency", None)]
     lines = [[PINS.frame["creditScore.heading"]], agency]
-    plan = V._disclosure_plan(PINS, lines, made, V._joined_pieces(lines, "\n"))
+    plan = V._disclosure_plan(PINS, lines, made, V._Filling.of(V._joined_pieces(lines, "\n")))
     assert plan is not None and [slot.kind.key for slot in plan.slots] == ["creditScore.agency"]
     # a literal newline would make two lines of the text of one line of the plan: here
     # a key factor's line, out of form, after the intro's
     intro = [PINS.frame["creditScore.intro"] + "\n- Accounts (forty)"]
     lines = [[PINS.frame["creditScore.heading"]], intro, agency]
     made = [(None, None), ("creditScore.intro", None), ("creditScore.agency", None)]
-    assert V._disclosure_plan(PINS, lines, made, V._joined_pieces(lines, "\n")) is None
+    assert (
+        V._disclosure_plan(PINS, lines, made, V._Filling.of(V._joined_pieces(lines, "\n"))) is None
+    )

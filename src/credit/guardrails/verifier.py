@@ -522,11 +522,13 @@ def _frame_plan(
     paras.append([[f["ecoa.heading"]], fill("ecoa.text", agency, after)])
     paragraphs = [_joined_pieces(lines, "\n") for lines in paras]
     paragraphs[-1].append("\n")
+    fillings = tuple(_Filling.of(p) for p in paragraphs)
+    # the credit score's paragraph is the one before the ECOA paragraph
     disclosure = (
-        _disclosure_plan(pins, lines, made, paragraphs[-2]) if score else _Disclosure(None, ())
+        _disclosure_plan(pins, lines, made, fillings[-2]) if score else _Disclosure(None, ())
     )
     return _FramePlan(
-        tuple(_Filling.of(p) for p in paragraphs),
+        fillings,
         _Filling.of(_joined_pieces(paragraphs, "\n\n")),
         first[0] if first else None,
         after[0] if after else None,
@@ -538,7 +540,7 @@ def _disclosure_plan(
     pins: Pins,
     lines: list[list[_Piece]],
     made: list[tuple[str | None, int | None]],
-    paragraph: list[_Piece],
+    paragraph: _Filling,
 ) -> _Disclosure | None:
     """The credit-score disclosure of a plan (its ``lines``, each made from a frame key
     and the key factor it shows, or a line of text alone) with its bureau lines, where
@@ -585,7 +587,7 @@ def _disclosure_plan(
             if name in BUREAU_PLACEHOLDERS or name == KEY_FACTOR_VALUE
         ]  # each other value is any text without a newline, as every value must be
         slots.append(_BureauSlot(own, code_at, tuple(formatted)))
-    return _Disclosure(_Filling.of(paragraph), tuple(slots))
+    return _Disclosure(paragraph, tuple(slots))
 
 
 def _joined_pieces(parts: list[list[_Piece]], between: str) -> list[_Piece]:
