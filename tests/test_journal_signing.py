@@ -132,6 +132,78 @@ def test_the_in_memory_store_signs_over_its_own_checkpoints_from_the_frontier_ke
     assert store.audit(kept).ok
 
 
+# ------------------------------------------------------------------ a tree handed over
+
+
+def test_a_store_given_another_writers_tree_reads_only_the_leaves_after_it(
+    two: tuple[SqlStore, SqlStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a run's workers hand the tree they grew to the process that signs the checkpoint
+    first, second = two
+    appended(first, 40)
+    first.tree_head()
+    second.resume_tree(*first.tree_frontier())
+    first.append("C-40", "step.done", {})
+    count = LeafCount(second, monkeypatch)
+    size, head = second.tree_head()
+    assert count.read == 1 and size == 41
+    assert head == root(first.leaf_hashes()) == first.tree_head()[1]
+
+
+def test_a_store_not_given_a_tree_reads_every_leaf(
+    two: tuple[SqlStore, SqlStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = two
+    appended(first, 41)
+    count = LeafCount(second, monkeypatch)
+    assert second.tree_head() == first.tree_head() and count.read == 41
+
+
+def test_a_tree_larger_than_the_journal_is_not_taken(
+    two: tuple[SqlStore, SqlStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = two
+    appended(first, 5)
+    foreign = MerkleLog.from_leaf_hashes(LEAVES[:6])  # six leaves of another journal
+    second.resume_tree(foreign.size, foreign.frontier)
+    appended(first, 3)  # the journal grows past it: the foreign tree would now be used
+    count = LeafCount(second, monkeypatch)
+    assert second.tree_head() == first.tree_head() == (8, root(first.leaf_hashes()))
+    assert count.read == 8
+
+
+def test_a_smaller_tree_handed_over_leaves_the_store_s_own(
+    two: tuple[SqlStore, SqlStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = two
+    appended(first, 6)
+    smaller = MerkleLog.from_leaf_hashes(first.leaf_hashes(2))
+    second.tree_head()  # grown to 6
+    second.resume_tree(smaller.size, smaller.frontier)
+    count = LeafCount(second, monkeypatch)
+    assert second.tree_head() == first.tree_head() and count.read == 0
+
+
+def test_a_frontier_of_the_wrong_length_is_refused_by_every_store(
+    two: tuple[SqlStore, SqlStore],
+) -> None:
+    first, _ = two
+    appended(first, 3)
+    for store in (first, InMemoryStore()):
+        with pytest.raises(InputError, match="frontier"):
+            store.resume_tree(3, [LEAVES[0]])
+
+
+def test_the_in_memory_store_hands_over_its_whole_tree() -> None:
+    store = InMemoryStore()
+    for i in range(5):
+        store.append(f"C-{i}", "step.done", {})
+    size, frontier = store.tree_frontier()
+    assert size == 5 and MerkleLog.from_frontier(size, frontier).root() == store.tree_head()[1]
+    store.resume_tree(size, frontier)  # its own tree is always whole: nothing changes
+    assert store.tree_head() == (5, root(store.leaf_hashes()))
+
+
 # ------------------------------------------------------------------ the kept frontiers
 
 

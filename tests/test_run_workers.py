@@ -42,6 +42,8 @@ from credit.journal import (
     open_store,
 )
 from credit.journal.base import Store
+from credit.journal.checkpoint import parse_checkpoint
+from credit.journal.merkle import root
 from credit.kinds import DECISION_RECORDED, INTAKE_ACCEPTED, NOTICE_SENT
 from credit.notices import DirectoryOutbox
 from credit.pipeline import (
@@ -53,6 +55,7 @@ from credit.pipeline import (
 )
 from test_casework import TODAY
 from test_journal_pages import _cases
+from test_journal_signing import LeafCount
 from test_journal_store import pg_schema
 
 BACKENDS = ("sqlite", "postgresql")
@@ -136,6 +139,23 @@ def test_two_workers_decide_each_case_once_as_one_worker_decides_it(
         assert store.tree_head()[0] == head
         assert again.resumed == CASES and again.taken_in == 0
         assert {PENDING_MARK, POOL_MARK} <= set(store.mark_names())
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_run_s_checkpoint_signs_the_whole_tree_the_workers_grew_without_reading_it_again(
+    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    batch = lines(24)
+    with journal(backend, tmp_path) as store:
+        count = LeafCount(store, monkeypatch)  # this process's reads, not the workers'
+        run = pipeline(store, tmp_path, tmp_path / "checkpoints").run_workers(lambda: batch, 2)
+        assert run.checkpoint is not None and run.chain is not None and run.chain.ok
+        assert count.read == 0
+        signed = parse_checkpoint(run.checkpoint.read_bytes())
+        with open_store(store.url, schema=store.schema) as fresh:  # every leaf read again
+            leaves = fresh.leaf_hashes()
+        assert signed.size == len(leaves) == run.chain.entries
+        assert signed.root_hash == root(leaves)
 
 
 def test_both_workers_take_lines_and_each_case_goes_to_one() -> None:

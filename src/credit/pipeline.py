@@ -455,7 +455,9 @@ class Pipeline:
         sequence and commit a group, so the workers' work overlaps. Before they start,
         what an interrupted run left is finished; after they end, the chain is
         verified, the mark of pending work kept from what every worker saw, and a
-        checkpoint signed, as :meth:`run` does. Each worker keeps its comparison pool
+        checkpoint signed, as :meth:`run` does, over the tree the workers grew as they
+        committed (:meth:`~credit.journal.base.Store.resume_tree`: the journal's leaves
+        are not read again for it). Each worker keeps its comparison pool
         (the last one kept stands); a chain that does not verify drops them.
 
         A worker that stops (an error, a kill) loses at most its group under way, as
@@ -489,6 +491,7 @@ class Pipeline:
             send.close()
             running.append((worker, process, receive))
         summary, standing, stopped = RunSummary(), _Seen(), []
+        tree: tuple[int, tuple[bytes, ...]] = (0, ())  # the largest a worker grew
         for worker, process, receive in running:
             while not receive.poll(PROGRESS_EVERY_S):
                 self._tick_workers(progress, workers)
@@ -500,10 +503,11 @@ class Pipeline:
             if answer is None:  # how it ended, once reaped (before, it reads None)
                 answer = ("stopped", f"it ended with exit code {process.exitcode}")
             if answer[0] == "done":
-                part, last_seqs, pending = answer[1:]
+                part, last_seqs, pending, grown = answer[1:]
                 summary.absorb(part)
                 standing.last_seqs.extend(last_seqs)
                 standing.pending.update(pending)
+                tree = max(tree, grown, key=lambda t: t[0])
             else:
                 stopped.append(f"worker {worker + 1} of {workers}: {answer[1]}")
         self._tick_workers(progress, workers)
@@ -512,6 +516,9 @@ class Pipeline:
                 "; ".join(stopped) + ". What the workers committed is kept: run the batch "
                 "again to finish it"
             )
+        # The tree the last worker to commit grew as it went: the checkpoint reads only
+        # the leaves after it, not the whole journal again.
+        self.store.resume_tree(*tree)
         return self._close(summary, standing, None)
 
     def _worker(
@@ -535,7 +542,13 @@ class Pipeline:
             lines = (line for line in batch() if share_of(line, workers) == worker)
             summary, standing, pool = self._share(lines, source)
             pool.keep()
-            answer: tuple[Any, ...] = ("done", summary, standing.last_seqs, standing.pending)
+            answer: tuple[Any, ...] = (
+                "done",
+                summary,
+                standing.last_seqs,
+                standing.pending,
+                self.store.tree_frontier(),
+            )
         except BaseException as err:  # named to the parent, which stops the run
             answer = ("stopped", f"{type(err).__name__}: {err}")
         finally:

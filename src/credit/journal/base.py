@@ -604,6 +604,20 @@ class Store(Protocol):
         """The leaf hashes of the first ``size`` entries (all by default)."""
         ...
 
+    def tree_frontier(self) -> tuple[int, tuple[bytes, ...]]:
+        """The size and frontier (:attr:`~credit.journal.merkle.MerkleLog.frontier`)
+        of the journal's tree as this store last grew it from committed leaves
+        ((0, ()) before it has): what a worker of a run hands to the process that
+        signs the run's checkpoint (:meth:`resume_tree`)."""
+        ...
+
+    def resume_tree(self, size: int, frontier: Sequence[bytes]) -> None:
+        """Take a tree another process grew from this journal's committed leaves (a
+        run's worker, :meth:`tree_frontier`), if it is larger than this store's: its
+        next tree head reads only the leaves after it. A tree larger than the
+        journal's committed head is not taken."""
+        ...
+
     def checkpoint(
         self, directory: Path, *, covering: bool = False, size: int | None = None
     ) -> Path:
@@ -790,6 +804,15 @@ class InMemoryStore:
     def leaf_hashes(self, size: int | None = None) -> list[bytes]:
         with self._lock:
             return list(self._leaves[:size] if size is not None else self._leaves)
+
+    def tree_frontier(self) -> tuple[int, tuple[bytes, ...]]:
+        with self._lock:
+            return self._log.size, self._log.frontier
+
+    def resume_tree(self, size: int, frontier: Sequence[bytes]) -> None:
+        """Nothing: a journal in memory is one process's, and its tree is always whole
+        (the frontier is still read, so a malformed one is an error here too)."""
+        MerkleLog.from_frontier(size, frontier)
 
     def committed_size(self) -> int | None:
         with self._lock:

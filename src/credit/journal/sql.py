@@ -1302,6 +1302,18 @@ class SqlStore:
         with self._read() as conn:
             return list(self._stored_leaves(conn, 0, size))
 
+    def tree_frontier(self) -> tuple[int, tuple[bytes, ...]]:
+        with self._tree_lock:
+            log = self._log
+        return (0, ()) if log is None else (log.size, log.frontier)
+
+    def resume_tree(self, size: int, frontier: Sequence[bytes]) -> None:
+        log = MerkleLog.from_frontier(size, frontier)
+        with self._read() as conn:
+            if size > self._head_seq(conn):  # not this journal's tree as committed
+                return
+        self._keep_log(log)
+
     def checkpoint(
         self, directory: Path, *, covering: bool = False, size: int | None = None
     ) -> Path:
