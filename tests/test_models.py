@@ -256,6 +256,61 @@ def test_decisions_are_immutable() -> None:
     assert isinstance(decision, Decision)
 
 
+# ------------------------------------------------------------------------ a recorded decision
+
+
+def test_a_recorded_decision_is_parsed_once_for_each_entry_while_it_lives(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """recorded_decision: the Decision a decision entry records, read once for that
+    entry while it lives (Backstop, Equipoise, its pool and the ethics review share it);
+    another entry, even with the same payload, is read again; a payload that is not a
+    decision is refused each time, naming the entry's case."""
+    from credit import models
+    from credit.journal.base import Entry
+    from credit.kept import KeptPer
+
+    parsed: list[str | None] = []
+    real = models.parse_decision
+
+    def counted(entry: Any) -> Decision:
+        parsed.append(entry.case_id)
+        return real(entry.payload.get("decision"), case_id=entry.case_id)
+
+    monkeypatch.setattr(models, "_recorded", KeptPer(counted))
+
+    def entry(case_id: str, payload: dict[str, Any]) -> Entry:
+        return Entry(
+            seq=1,
+            case_id=case_id,
+            kind="decision.recorded",
+            payload=payload,
+            prev_hash="0" * 64,
+            recorded_at="2026-01-01T00:00:00Z",
+            hash="1" * 64,
+        )
+
+    wire = decide(auto_case()).decision.to_wire()
+    first = entry("R-1", {"decision": wire, "status": "held"})
+    decision = models.recorded_decision(first)
+    assert decision == parse_decision(wire)
+    assert models.recorded_decision(first) is decision  # the same entry: read once
+    again = entry("R-1", {"decision": wire, "status": "held"})
+    assert models.recorded_decision(again) == decision  # another entry: read again
+    assert parsed == ["R-1", "R-1"]
+    kept = models._recorded._kept
+    assert len(kept) == 2
+    del again  # an entry gone takes what was read from it along
+    assert len(kept) == 1
+    for payload in ({"decision": {**wire, "riskGrade": "A"}}, {"status": "held"}):
+        broken = entry("R-2", payload)
+        for _ in range(2):
+            with pytest.raises(InputError) as info:
+                models.recorded_decision(broken)
+            assert info.value.case_id == "R-2"
+    assert len(kept) == 1  # nothing kept for an entry that records no decision
+
+
 # ----------------------------------------------------------------------------- a stored case
 
 

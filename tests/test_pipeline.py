@@ -28,6 +28,7 @@ from credit.governance.refusal import (
 from credit.guardrails.verifier import Verifier
 from credit.journal import DECISION_KIND, InMemoryStore, open_store
 from credit.journal.base import Store
+from credit.kinds import REVIEW_KINDS
 from credit.notices import DirectoryOutbox, InMemoryOutbox
 from credit.pipeline import (
     NOTICE_BLOCKED,
@@ -87,6 +88,30 @@ def test_a_governed_run_decides_every_case_once_and_its_journal_verifies(
     assert summary.decided == 40 and summary.failures == []
     assert summary.chain is not None and summary.chain.ok
     assert store.verify().ok
+
+
+def test_the_reviewers_of_a_run_read_each_recorded_decision_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Backstop, Equipoise (its review and its comparison pool) and the ethics review
+    # each read the recorded decision: one parse of the entry serves them all
+    from credit import models
+    from credit.kept import KeptPer
+
+    parsed: Counter[str | None] = Counter()
+    real = models.parse_decision
+
+    def counted(entry: Any) -> Any:
+        parsed[entry.case_id] += 1
+        return real(entry.payload.get("decision"), case_id=entry.case_id)
+
+    monkeypatch.setattr(models, "_recorded", KeptPer(counted))
+    with open_store(f"sqlite:///{tmp_path / 'run.db'}") as store:
+        summary = Pipeline(store, DirectoryOutbox(tmp_path / "outbox")).run(batch(30))
+        assert summary.decided == 30 and summary.failures == []
+        reviewed = {e.case_id for e in store.entries(kinds=list(REVIEW_KINDS))}
+    assert len(reviewed) == 30
+    assert set(parsed) == reviewed and set(parsed.values()) == {1}
 
 
 def test_every_step_of_a_released_decline_is_journaled_in_order(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping
 from decimal import Decimal
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import (
     Field,
@@ -48,10 +48,12 @@ __all__ = [
     "Dispute",
     "KeyFactor",
     "MonitoringData",
+    "RecordedDecision",
     "Terms",
     "input_error_from",
     "parse_case",
     "parse_decision",
+    "recorded_decision",
     "stored_case",
 ]
 
@@ -278,3 +280,29 @@ def parse_decision(data: Any, *, case_id: str | None = None) -> Decision:
         return Decision.model_validate(data)
     except ValidationError as err:
         raise input_error_from(err, case_id=case_id, prefix="decision") from None
+
+
+class RecordedDecision(Protocol):
+    """A journal entry that records a decision (its payload's ``decision``)."""
+
+    @property
+    def case_id(self) -> str | None: ...
+
+    @property
+    def payload(self) -> Mapping[str, Any]: ...
+
+
+def recorded_decision(entry: RecordedDecision) -> Decision:
+    """The Decision a decision entry records (:func:`parse_decision` of its payload's
+    ``decision``, named by the entry's case), read once for each entry while it lives.
+    An entry is immutable as recorded (a frozen model whose payload its hash covers:
+    nothing modifies it), so the reviewers of a decision (Backstop, Equipoise and its
+    comparison pool, the ethics review) share one parse of the same entry, and each
+    gets exactly what parsing it gives. A payload that is not a decision raises
+    InputError each time it is read."""
+    return _recorded(entry)
+
+
+_recorded: KeptPer[RecordedDecision, Decision] = KeptPer(
+    lambda entry: parse_decision(entry.payload.get("decision"), case_id=entry.case_id)
+)

@@ -47,7 +47,7 @@ from credit.journal.base import Entry, Store
 from credit.journal.naming import decision_ref
 from credit.kinds import OFFICER_DECIDED
 from credit.lifecycle import recorded_reasons
-from credit.models import Application, Case, CreditReport, Decision, parse_decision, stored_case
+from credit.models import Application, Case, CreditReport, Decision, recorded_decision, stored_case
 from credit.policy import Policy, PolicyRegistry
 from credit.secondline import Derivation, Difference, compare, derive
 from credit.secondline.derive import capacity, score_band
@@ -140,7 +140,7 @@ class Backstop:
             )
 
         try:
-            decision = parse_decision(entry.payload.get("decision"), case_id=case_id)
+            decision = recorded_decision(entry)
         except InputError as err:
             findings.append(_holds("decision_unreadable", f"the recorded decision: {err}"))
             return done()

@@ -71,7 +71,7 @@ from credit.journal.base import Entry, Store
 from credit.journal.naming import decision_id_of, decision_ref, names_decision
 from credit.kept import Recent
 from credit.kinds import DECISION_KINDS, GUARD_REDACTED, KEYSTONE_REJECTED
-from credit.models import Case, Decision, MonitoringData, parse_decision, stored_case
+from credit.models import Case, Decision, MonitoringData, recorded_decision, stored_case
 from credit.policy import PolicyRegistry
 from credit.secondline import derive
 
@@ -413,7 +413,7 @@ class ComparisonPool:
         """The recorded decision, if it is one the pool compares with (readable, and not
         an excluded outcome)."""
         try:
-            decision = parse_decision(entry.payload.get("decision"), case_id=case_id)
+            decision = recorded_decision(entry)
         except InputError:
             return None
         if decision.decision in self._eq.config.comparative_excluded:
@@ -598,7 +598,7 @@ class Equipoise:
         findings = _citations(wire, self.terms)
         findings += self._redacted_data(case_id, through)
         try:
-            decision = parse_decision(raw, case_id=case_id)
+            decision = recorded_decision(entry)
         except InputError as err:
             findings.append(
                 Finding(

@@ -51,7 +51,7 @@ from credit.governance.refusal import (
 )
 from credit.journal.base import Entry, Store
 from credit.kept import read_only_fields
-from credit.models import Decision, parse_decision
+from credit.models import Decision, recorded_decision
 from credit.policy import Param
 from credit.yamldata import (
     expect_keys,
@@ -509,7 +509,7 @@ def ethics_context_from_journal(
     if entry is None:
         return EthicsContext(case_id=case_id, notice_text=notice_text, notified_on=notified_on)
     try:
-        decision: Decision | None = parse_decision(entry.payload.get("decision"), case_id=case_id)
+        decision: Decision | None = recorded_decision(entry)
     except InputError:
         decision = None
     return EthicsContext(
