@@ -338,3 +338,26 @@ def test_the_counteroffer_search_finds_the_largest_passing_step_from_any_startin
     passing = [k for k in range(lo, hi + 1) if k < edge]
     assert found == (Decimal(max(passing)) if passing else None)
     assert all(lo <= k <= hi for k in calls)
+
+
+@given(
+    st.decimals(allow_nan=False, allow_infinity=False, min_value=-(10**12), max_value=10**12),
+    st.sampled_from((Decimal("0.01"), Decimal("0.1"), Decimal("1"), Decimal("0.001"))),
+)
+def test_the_underwriter_rounds_half_away_from_zero_at_34_digits(
+    value: Decimal, quantum: Decimal
+) -> None:
+    # capacity's rounding (its own half-up context's quantize) is Decimal's half-up
+    # quantize at 34 digits, halves away from zero, the quantum's exponent kept
+    from decimal import ROUND_HALF_UP, Context
+
+    from credit.underwriting.capacity import round_half_up
+
+    want = value.quantize(quantum, rounding=ROUND_HALF_UP, context=Context(prec=34))
+    got = round_half_up(value, quantum)
+    assert got == want and got.as_tuple() == want.as_tuple()
+    # both sides of a half: away from zero, never to the even neighbour
+    assert round_half_up(Decimal("2.5"), Decimal("1")) == 3
+    assert round_half_up(Decimal("-2.5"), Decimal("1")) == -3
+    assert round_half_up(Decimal("0.125"), Decimal("0.01")) == Decimal("0.13")
+    assert round_half_up(Decimal("0.12499"), Decimal("0.01")) == Decimal("0.12")

@@ -39,11 +39,19 @@ _CTX = Context(
 )
 _HUNDRED = Decimal(100)
 _TWELVE_HUNDRED = Decimal(1200)
+# The same context rounding halves away from zero: its quantize is ``value.quantize(
+# quantum, rounding=ROUND_HALF_UP, context=_CTX)`` without the keywords read per call.
+_HALF_UP = Context(
+    prec=_PRECISION,
+    rounding=ROUND_HALF_UP,
+    traps=[InvalidOperation, DivisionByZero, Overflow],
+)
+_quantize_half_up = _HALF_UP.quantize
 
 
 def round_half_up(value: Decimal, quantum: Decimal) -> Decimal:
     """Round to the quantum (0.01, 0.1), halves away from zero."""
-    return value.quantize(quantum, rounding=ROUND_HALF_UP, context=_CTX)
+    return _quantize_half_up(value, quantum)
 
 
 @lru_cache(maxsize=256)
