@@ -83,7 +83,7 @@ def _composing(items: Any) -> bool:
         if op in _SINGLE:
             continue
         if op is _c.SUBPATTERN:
-            if av[0] is not None or not _composing(av[3]):  # a group: nothing refers to it
+            if av[0] is not None or not _composing(av[3]):  # non-capturing groups only
                 return False
         elif op in _GREEDY_OR_LAZY:
             if not _composing(av[2]):

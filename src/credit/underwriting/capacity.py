@@ -41,11 +41,8 @@ _HUNDRED = Decimal(100)
 _TWELVE_HUNDRED = Decimal(1200)
 # The same context rounding halves away from zero: its quantize is ``value.quantize(
 # quantum, rounding=ROUND_HALF_UP, context=_CTX)`` without the keywords read per call.
-_HALF_UP = Context(
-    prec=_PRECISION,
-    rounding=ROUND_HALF_UP,
-    traps=[InvalidOperation, DivisionByZero, Overflow],
-)
+_HALF_UP = _CTX.copy()
+_HALF_UP.rounding = ROUND_HALF_UP
 _quantize_half_up = _HALF_UP.quantize
 
 
