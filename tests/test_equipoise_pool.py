@@ -1,7 +1,8 @@
 """The comparison pool's query: the more favourable decisions on a weaker file in
-another group, found through the pool's rank index a factor at a time, are exactly what
-the whole-table comparison finds, for any rows, drops and query; also after the pool is
-kept in a mark and read back."""
+another group, found through the pool's rank index (its sorted runs searched, then a
+factor at a time), are exactly what the whole-table comparison finds, for any rows,
+runs, drops and query; also after the pool is kept in a mark and read back. And a
+review reads only what its file could be compared with, not every decision recorded."""
 
 from __future__ import annotations
 
@@ -12,12 +13,14 @@ import numpy.typing as npt
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from credit.governance.equipoise import ComparisonPool, Equipoise, _Product
+from credit.governance.equipoise import ComparisonPool, Equipoise, _Product, _Run
 from credit.journal import InMemoryStore
 
 FACTORS = 3
 ATTRIBUTES = 2
-STRENGTHS = st.sampled_from([-np.inf, -2.0, -1.0, 0.0, 0.5, 1.0, 2.0, np.inf])
+# -0.0 equals 0.0 and NaN is within no limit (and sorts last): a sorted run must agree
+STRENGTHS = st.sampled_from([-np.inf, -2.0, -1.0, -0.0, 0.0, 0.5, 1.0, 2.0, np.inf, np.nan])
+RUN_SIZES = st.integers(1, 8)  # the rows a rank keeps unsorted: small, so runs merge
 ROW = st.tuples(
     st.integers(0, 3),  # rank
     st.lists(STRENGTHS, min_size=FACTORS, max_size=FACTORS),
@@ -57,9 +60,11 @@ def whole_table(
     return [block.case_ids[i] for i in found], differs[found]
 
 
-def _pool(rows: list[tuple[int, list[float], list[int], bool]]) -> ComparisonPool:
+def _pool(
+    rows: list[tuple[int, list[float], list[int], bool]], run_size: int = 4
+) -> ComparisonPool:
     pool = ComparisonPool(Equipoise(InMemoryStore()))
-    block = _Product()
+    block = _Product(run_size=run_size)
     for i, (rank, strength, groups, _) in enumerate(rows):
         block.append(f"C-{i:03d}", 2 * i + 1, rank, strength, groups)
     for i, (*_, dropped) in enumerate(rows):
@@ -81,22 +86,27 @@ def _same(pool: ComparisonPool, query: tuple[Any, ...]) -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(ROW, max_size=20), st.lists(QUERY, min_size=1, max_size=5))
+@given(st.lists(ROW, max_size=40), st.lists(QUERY, min_size=1, max_size=5), RUN_SIZES)
 def test_the_pool_finds_what_the_whole_table_comparison_finds(
-    rows: list[tuple[int, list[float], list[int], bool]], queries: list[tuple[Any, ...]]
+    rows: list[tuple[int, list[float], list[int], bool]],
+    queries: list[tuple[Any, ...]],
+    run_size: int,
 ) -> None:
-    pool = _pool(rows)
+    pool = _pool(rows, run_size)
     for query in queries:
         _same(pool, query)
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(ROW, min_size=1, max_size=20), st.lists(QUERY, min_size=1, max_size=3))
+@given(st.lists(ROW, min_size=1, max_size=40), st.lists(QUERY, min_size=1, max_size=3), RUN_SIZES)
 def test_a_pool_kept_in_a_mark_and_read_back_finds_the_same(
-    rows: list[tuple[int, list[float], list[int], bool]], queries: list[tuple[Any, ...]]
+    rows: list[tuple[int, list[float], list[int], bool]],
+    queries: list[tuple[Any, ...]],
+    run_size: int,
 ) -> None:
-    pool = _pool(rows)
-    kept = _Product.from_wire(pool._products["auto"].to_wire(), FACTORS, ATTRIBUTES)
+    pool = _pool(rows, run_size)
+    wire = pool._products["auto"].to_wire()
+    kept = _Product.from_wire(wire, FACTORS, ATTRIBUTES, run_size)
     # the rank index is rebuilt from the ranks: a dropped row is in none
     assert sorted(kept.by_rank) == sorted({r for r, _, _, dropped in rows if not dropped})
     pool._products["auto"] = kept
@@ -118,3 +128,51 @@ def test_the_most_favourable_outcome_reads_no_row() -> None:
     assert found == [] and differs.shape == (0, ATTRIBUTES)
     found, _ = pool.more_favourable_weaker("auto", 99, 1, [1.0] * FACTORS, [1, 1], [0.0] * 3)
     assert found == [f"C-{i:03d}" for i in range(5)]  # in the order they were added
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.lists(STRENGTHS, min_size=FACTORS, max_size=FACTORS), min_size=1, max_size=30),
+    st.lists(STRENGTHS, min_size=FACTORS, max_size=FACTORS),
+)
+def test_a_sorted_run_admits_every_row_within_the_limit_and_only_a_prefix(
+    strengths: list[list[float]], limit: list[float]
+) -> None:
+    """A run hands back a prefix of one factor's order, and every row within the limit on
+    every factor is in it (the rest the review compares and leaves)."""
+    table = np.array(strengths, dtype=np.float64)
+    rows = np.arange(len(strengths), dtype=np.int64)
+    run = _Run.of(rows, table)
+    admitted = set(run.admitted(limit).tolist())
+    within = {i for i in range(len(strengths)) if all(table[i] <= np.array(limit))}
+    assert within <= admitted
+    # the shortest prefix: no factor's limit admits fewer rows
+    shortest = min(int(np.sum(table[:, f] <= limit[f])) for f in range(FACTORS))
+    assert len(admitted) == shortest
+
+
+def test_a_review_of_a_weak_file_reads_none_of_a_large_pool_of_strong_ones() -> None:
+    """10,000 approvals on files stronger than a declined one: the decline's review finds
+    none of them, and its index hands over none to compare (a review's cost follows the
+    rows its file could be compared with, not the size of the pool)."""
+    block = _Product(run_size=64)
+    block.append("W-00000", 1, 3, [0.5, 5.0, 5.0], [0, 0])  # weaker on one factor only
+    rng = np.random.default_rng(7)
+    for i in range(1, 10_001):
+        block.append(f"A-{i:05d}", i + 1, 3, (rng.random(FACTORS) + 1.0).tolist(), [0, 0])
+    pool = ComparisonPool(Equipoise(InMemoryStore()))
+    pool._products["auto"] = block
+    weak = [0.9, 0.9, 0.9]
+    index = block.by_rank[3]
+    assert len(index.runs) <= 9  # log2(10,001 / 64) + 1 sorted runs, not 10,001 rows
+    # none of the sorted runs' rows; only the latest few, not yet sorted, are compared
+    assert sum(len(part) for part in index.admitted(weak)) == index.latest.size < 64
+    found, _ = pool.more_favourable_weaker("auto", 20_000, 0, weak, [1, 1], [0.0] * FACTORS)
+    assert found == []
+    # on the other side of the edge: a file no stronger than one approval finds it alone
+    found, _ = pool.more_favourable_weaker(
+        "auto", 20_000, 0, [0.5, 5.0, 5.0], [1, 1], [0.0] * FACTORS
+    )
+    assert found == ["W-00000"]
+    # its run hands over that one row (the first factor's prefix), with the latest few
+    assert sum(len(part) for part in index.admitted([0.5, 5.0, 5.0])) == 1 + index.latest.size

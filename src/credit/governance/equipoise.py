@@ -88,6 +88,10 @@ POOL_MARK: Final = "equipoise.pool"
 # 1: arrays as base64 of their bytes; 2: of their bytes deflated; 3: with ``changed``
 POOL_FORMAT: Final = 3
 _INTS: Final = "<i8"
+# The rows of one outcome rank a pool keeps unsorted (each compared on every factor)
+# before it sorts them into a run (_RankIndex): sorting costs about a microsecond a row
+# and factor, a search of a run about one a factor.
+_RUN: Final = 512
 _FLOATS: Final = "<f8"
 
 
@@ -139,6 +143,86 @@ class _Rows:
 
 
 @dataclass(slots=True)
+class _Run:
+    """Rows of one outcome rank, sorted once on each factor: ``keys[f]`` the rows'
+    strengths on factor ``f`` in ascending order (NaN last, as numpy sorts it),
+    ``order[f]`` the rows in that order. The rows a factor's limit admits are a prefix
+    of its order (a binary search), so a review reads the shortest such prefix
+    rather than every row."""
+
+    rows: npt.NDArray[np.int64]
+    keys: npt.NDArray[np.float64]  # (factors, rows)
+    order: npt.NDArray[np.int64]  # (factors, rows)
+
+    @classmethod
+    def of(cls, rows: npt.NDArray[np.int64], strength: npt.NDArray[np.float64]) -> _Run:
+        table = strength[rows]  # (rows, factors)
+        at = np.argsort(table, axis=0, kind="stable")
+        keys = np.ascontiguousarray(np.take_along_axis(table, at, axis=0).T)
+        return cls(rows, keys, np.ascontiguousarray(rows[at].T))
+
+    def admitted(self, limit: list[float]) -> npt.NDArray[np.int64]:
+        """Every row whose strength is within ``limit`` on every factor, and maybe
+        others (the caller compares each on every factor): the rows of the shortest
+        prefix, a factor's order up to its limit (all the rows when there is no
+        factor)."""
+        if not limit:
+            return self.rows
+        keys = self.keys
+        best, shortest = 0, len(self.rows)
+        for f, most in enumerate(limit):
+            # NaN is within no limit and no row is within a NaN limit (numpy sorts NaN
+            # last and searches it so): each prefix is then exactly the rows admitted
+            k = int(np.searchsorted(keys[f], most, side="right")) if most == most else 0
+            if k < shortest:
+                best, shortest = f, k
+                if not k:
+                    break
+        return self.order[best, :shortest]
+
+
+@dataclass(slots=True)
+class _RankIndex:
+    """The rows added with one outcome rank: the latest few in the order they were
+    added (compared one by one), the rest in sorted runs (:class:`_Run`) of doubling
+    sizes, merged as a log-structured merge tree merges them, so adding a row costs
+    O(log n) amortised and a review binary-searches O(log n) runs instead of reading
+    every row."""
+
+    run_size: int
+    latest: _Rows = field(default_factory=_Rows)
+    runs: list[_Run] = field(default_factory=list)
+    size: int = 0
+
+    @classmethod
+    def of(
+        cls, rows: npt.NDArray[np.int64], strength: npt.NDArray[np.float64], run_size: int
+    ) -> _RankIndex:
+        """The index of ``rows`` (in the order added): one run, or the latest few."""
+        if len(rows) >= run_size:
+            return cls(run_size, runs=[_Run.of(rows, strength)], size=len(rows))
+        return cls(run_size, latest=_Rows(rows, len(rows)), size=len(rows))
+
+    def add(self, row: int, strength: npt.NDArray[np.float64]) -> None:
+        self.latest.add(row)
+        self.size += 1
+        if self.latest.size >= self.run_size:
+            rows = self.latest.view().copy()
+            self.latest = _Rows()
+            while self.runs and len(self.runs[-1].rows) <= len(rows):
+                rows = np.concatenate([self.runs.pop().rows, rows])
+            self.runs.append(_Run.of(rows, strength))
+
+    def admitted(self, limit: list[float]) -> list[npt.NDArray[np.int64]]:
+        """Every row within ``limit`` on every factor, and maybe others (see
+        :meth:`_Run.admitted`), in parts."""
+        parts = [run.admitted(limit) for run in self.runs]
+        if self.latest.size:
+            parts.append(self.latest.view())
+        return parts
+
+
+@dataclass(slots=True)
 class _Product:
     """The compared decisions of one product, as arrays grown in place (capacity
     doubled when full), so that adding a decision costs O(1) amortised and a review
@@ -147,8 +231,12 @@ class _Product:
     ``by_rank`` indexes the rows by the outcome rank each was added with (not kept in
     the mark: rebuilt from the ranks when a pool resumes), so a review reads only the
     rows of more favourable outcomes: none at all for the most favourable outcome,
-    which most decisions are. A row dropped later stays in its rank's index with rank
-    -1 in the arrays, and the comparison's own test of the rank leaves it out."""
+    which most decisions are; and within a rank, only a prefix of each sorted run
+    (:class:`_RankIndex`), so a review's cost grows with the logarithm of the pool and
+    the rows its file could be compared with, not with every decision ever recorded. A
+    row dropped later stays in its rank's index with rank -1 in the arrays, and the
+    comparison's own test of the rank leaves it out. ``run_size``: the rows a rank
+    keeps unsorted before it sorts them into a run."""
 
     case_ids: list[str] = field(default_factory=list)
     size: int = 0
@@ -156,7 +244,8 @@ class _Product:
     rank: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     strength: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)))
     groups: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
-    by_rank: dict[int, _Rows] = field(default_factory=dict)
+    by_rank: dict[int, _RankIndex] = field(default_factory=dict)
+    run_size: int = _RUN
 
     def append(
         self, case_id: str, seq: int, rank: int, strength: list[float], groups: list[int]
@@ -176,7 +265,10 @@ class _Product:
         self.case_ids.append(case_id)
         self.size += 1
         if rank >= 0:
-            self.by_rank.setdefault(rank, _Rows()).add(row)
+            index = self.by_rank.get(rank)
+            if index is None:
+                index = self.by_rank[rank] = _RankIndex(self.run_size)
+            index.add(row, self.strength)
         return row
 
     def drop(self, row: int) -> None:
@@ -197,9 +289,11 @@ class _Product:
         }
 
     @classmethod
-    def from_wire(cls, wire: Mapping[str, Any], factors: int, attributes: int) -> _Product:
+    def from_wire(
+        cls, wire: Mapping[str, Any], factors: int, attributes: int, run_size: int = _RUN
+    ) -> _Product:
         """The rows a mark kept (ValueError when they are not ``factors`` strengths and
-        ``attributes`` group codes a row)."""
+        ``attributes`` group codes a row), each rank's sorted into one run."""
         case_ids = list(wire["caseIds"])
         n = len(case_ids)
         seq = _unpacked(wire["seq"], _INTS, (n,))
@@ -211,8 +305,8 @@ class _Product:
         by_rank = {}
         for value in np.unique(rank[rank >= 0]):
             rows = np.flatnonzero(rank == value).astype(np.int64)
-            by_rank[int(value)] = _Rows(rows, len(rows))
-        return cls(case_ids, n, seq, rank, strength, groups, by_rank)
+            by_rank[int(value)] = _RankIndex.of(rows, strength, run_size)
+        return cls(case_ids, n, seq, rank, strength, groups, by_rank, run_size)
 
 
 def _packed(array: npt.NDArray[Any], dtype: str) -> str:
@@ -465,22 +559,34 @@ class ComparisonPool:
         block = self._products.get(product)
         if block is None or not block.size:
             return [], np.zeros(0, dtype=bool)
-        # Only the rows added with a more favourable outcome (the rank index); each
+        # Only the rows added with a more favourable outcome (the rank index), and of
+        # those, in each sorted run, the shortest prefix a factor's limit admits; each
         # test then narrows the rows left, a factor at a time, so a review reads what
         # could still match rather than every row on every factor. A test of the
-        # review's pool holds it to the whole-table comparison over any rows
-        # (tests/test_equipoise_pool.py).
-        parts = [rows.view() for r, rows in block.by_rank.items() if r > rank and rows.size]
+        # review's pool holds it to the whole-table comparison over any rows, runs and
+        # drops (tests/test_equipoise_pool.py).
+        limit = (
+            (np.array(strength, dtype=np.float64) + np.array(tolerances, dtype=np.float64)).tolist()
+            if strength
+            else []
+        )
+        parts = [
+            part
+            for r, index in block.by_rank.items()
+            if r > rank and index.size
+            for part in index.admitted(limit)
+            if len(part)
+        ]
         if not parts:
             return [], np.zeros((0, len(groups)), dtype=bool)
         rows = parts[0] if len(parts) == 1 else np.concatenate(parts)
         rows = rows[(block.seq[rows] < seq) & (block.rank[rows] > rank)]
-        if strength:
-            limit = np.array(strength, dtype=np.float64) + np.array(tolerances, dtype=np.float64)
-            for factor, most in enumerate(limit.tolist()):
-                if not rows.size:
-                    break
-                rows = rows[block.strength[rows, factor] <= most]
+        for factor, most in enumerate(limit):
+            if not rows.size:
+                return [], np.zeros((0, len(groups)), dtype=bool)
+            rows = rows[block.strength[rows, factor] <= most]
+        if not rows.size:
+            return [], np.zeros((0, len(groups)), dtype=bool)
         rows = np.sort(rows)  # the rows in the order they were added, as the table holds them
         mine = np.array(groups, dtype=np.int64)
         others = block.groups[rows]
