@@ -39,6 +39,7 @@ from credit.governance.onramp import intake
 from credit.journal import InMemoryStore, SqlStore, Store, open_store
 from credit.journal.base import JournalError, checked_mark, mark_row
 from credit.journal.signer import ephemeral_key
+from credit.journal.verified import CHAIN_MARK, TREE_MARK
 from credit.kinds import DECISION_KINDS, KEYSTONE_REJECTED
 from credit.lifecycle import STANDING_KINDS
 from credit.notices.outbox import DirectoryOutbox, InMemoryOutbox
@@ -564,6 +565,9 @@ def test_a_refused_mark_stops_a_start_naming_the_way_back_and_marks_drop_takes_i
         assert listed.exit_code == 0, listed.output
         assert f"ok {PENDING_MARK}: made on entry {_head(store)}" in listed.stdout
         assert f"ok {POOL_MARK}: made on entry" in listed.stdout
+        # the run's walk of the chain and its tree, each through the head it reached
+        assert f"ok {CHAIN_MARK}: made on entry {_head(store)}" in listed.stdout
+        assert f"ok {TREE_MARK}: made on entry {_head(store)}" in listed.stdout
         raw_sql(url, schema, f"UPDATE journal_marks SET seq = 1 WHERE name = '{PENDING_MARK}'")
         pipeline = Pipeline(store, DirectoryOutbox(tmp_path / "outbox"), clock=FixedClock(TODAY))
         with pytest.raises(JournalIntegrityError, match="marks --drop") as caught:
@@ -573,7 +577,7 @@ def test_a_refused_mark_stops_a_start_naming_the_way_back_and_marks_drop_takes_i
         assert refused.exit_code == 1
         assert f"REFUSED {PENDING_MARK}:" in refused.stdout and f"ok {POOL_MARK}" in refused.stdout
         dropped = CliRunner().invoke(app, ["journal", "marks", "--drop", *where])
-        assert dropped.exit_code == 0 and "dropped 2 marks" in dropped.stdout
+        assert dropped.exit_code == 0 and "dropped 4 marks" in dropped.stdout
         assert store.mark_names() == []
         assert pipeline.finish() == {}  # the whole journal read: no work left
         assert store.mark_names() == [PENDING_MARK]

@@ -30,6 +30,7 @@ from credit.journal.audit import load_checkpoints
 from credit.journal.base import DecisionAlreadyRecordedError, Entry
 from credit.journal.keys import keygen
 from credit.journal.signer import JournalKey, load_journal_key
+from credit.journal.verified import verify_since_mark
 from credit.notices import DirectoryOutbox
 from credit.pipeline import BatchLine, Pipeline
 from test_journal_store import _engine_url, pg_schema
@@ -228,6 +229,11 @@ def test_an_entry_edited_and_the_chain_recomputed_fails_the_checkpoint_and_its_m
     store = either.store()
     try:
         assert store.verify().ok  # every hash was recomputed: the chain holds
+        # but the next run's walk begins at the entry the last run's walk reached, whose
+        # hash is not the one it was verified with: the chain is broken there
+        walked = verify_since_mark(store)
+        assert not walked.ok and walked.first_broken_seq == len(entries)
+        assert "refused" in walked.detail
     finally:
         store.close()
     found = either.audit()

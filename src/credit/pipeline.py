@@ -59,6 +59,7 @@ from credit.journal.base import (
     Store,
     conflict_attempts,
 )
+from credit.journal.verified import keep_tree, resume_kept_tree, verify_since_mark
 from credit.lifecycle import CaseLife
 from credit.notices.outbox import Outbox
 from credit.policy import PolicyRegistry
@@ -434,6 +435,7 @@ class Pipeline:
         if total is None:
             total = len(lines) if isinstance(lines, Sized) else 0
         self._total = total
+        resume_kept_tree(self.store)  # the tree as the last run left it, not grown again
         self.finish()  # what an interrupted run left half way is finished first
         summary, standing, pool = self._share(lines, source)
         return self._close(summary, standing, pool.keep)
@@ -475,6 +477,7 @@ class Pipeline:
                 "or PostgreSQL), not one in memory"
             )
         self._total = total or 0
+        resume_kept_tree(self.store)
         self.finish()
         self.store.close()  # no connection of this process crosses into a worker
         context = multiprocessing.get_context("fork")
@@ -601,12 +604,14 @@ class Pipeline:
         self, summary: RunSummary, standing: _Seen, keep_pool: Callable[[], bool] | None
     ) -> RunSummary:
         """The run's end: its failures and failed cases in line order (whichever
-        worker met them), the chain verified and, if it verifies, the mark of pending
-        work and the pool kept and a checkpoint signed (a chain that does not verify
-        keeps no mark: those already kept are dropped)."""
+        worker met them), the chain verified (from the entry the last run's walk
+        reached: :func:`credit.journal.verified.verify_since_mark`) and, if it
+        verifies, the mark of pending work and the pool kept, a checkpoint signed and
+        the tree kept for the next run (a chain that does not verify keeps no mark:
+        those already kept are dropped)."""
         summary.failures.sort(key=lambda f: f.line if f.line is not None else 0)
         summary.failed_cases.sort(key=lambda f: f.line if f.line is not None else 0)
-        summary.chain = self.store.verify()
+        summary.chain = verify_since_mark(self.store)
         if not summary.chain.ok:
             if keep_pool is None:  # the workers kept their pools from what they read
                 self.store.drop_marks()
@@ -619,6 +624,7 @@ class Pipeline:
         if self.checkpoints is not None:
             # The batch is committed: sign the tree head, so every entry is covered.
             summary.checkpoint = self.store.checkpoint(self.checkpoints)
+        keep_tree(self.store)
         return summary
 
     async def _decide(

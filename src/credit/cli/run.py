@@ -330,7 +330,15 @@ def run(
     out.print(_governance_table(summary))
     chain = summary.chain
     if chain is not None and chain.ok:
-        out.print(f"journal: chain verified, {chain.entries} entries, head {chain.head[:16]}...")
+        walked = (
+            f" (the {chain.entries - chain.since} after entry {chain.since}, which the last "
+            "run verified; 'credit journal verify' walks them all)"
+            if chain.since
+            else ""
+        )
+        out.print(
+            f"journal: chain verified, {chain.entries} entries{walked}, head {chain.head[:16]}..."
+        )
     elif chain is not None:
         out.print(f"[red]journal: BROKEN at entry {chain.first_broken_seq}: {chain.detail}[/red]")
     if summary.checkpoint is not None:

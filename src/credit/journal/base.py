@@ -74,6 +74,7 @@ __all__ = [
     "SystemClock",
     "audit_entries",
     "authenticate",
+    "broken_since",
     "conflict_attempts",
     "entry_hash",
     "verify_chain",
@@ -310,6 +311,12 @@ def placed_entry(
 
 
 class ChainReport(BaseModel):
+    """A walk of the chain: ``entries`` the seq it reached (the whole chain's length
+    when it is ``ok``), ``head`` the hash of the last entry that held. ``since``: the
+    entry the walk began after (0: the first), one an earlier walk verified and whose
+    hash the walk found unchanged (:func:`broken_since`); the entries up to it were
+    not read again."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     ok: bool
@@ -317,13 +324,39 @@ class ChainReport(BaseModel):
     head: str
     first_broken_seq: int | None = None
     detail: str = ""
+    since: int = 0
 
 
-def verify_chain(entries: Iterable[Entry]) -> ChainReport:
-    """Walk the chain in stored order; name the first broken link."""
-    prev = GENESIS_HASH
-    count = 0
-    for expected_seq, entry in enumerate(entries, start=1):
+def broken_since(since: int, since_hash: str, found: str | None) -> ChainReport | None:
+    """The report of a walk that cannot begin after entry ``since`` as verified with
+    ``since_hash`` (``found``: the hash the journal holds there now; None: no such
+    entry), broken there; None when it can."""
+    if found == since_hash:
+        return None
+    detail = (
+        f"entry {since}, verified before, is no longer in the journal (entries were deleted)"
+        if found is None
+        else f"entry {since} does not hold the hash it held when the chain was verified "
+        "through it (it, or an entry before it, was edited and the chain rewritten)"
+    )
+    return ChainReport(
+        ok=False,
+        entries=since,
+        head=since_hash,
+        first_broken_seq=since,
+        detail=detail,
+        since=since,
+    )
+
+
+def verify_chain(
+    entries: Iterable[Entry], *, since: int = 0, since_hash: str = GENESIS_HASH
+) -> ChainReport:
+    """Walk the chain in stored order; name the first broken link. ``entries``: those
+    after entry ``since``, whose hash is ``since_hash`` (by default, every entry)."""
+    prev = since_hash
+    count = since
+    for expected_seq, entry in enumerate(entries, start=since + 1):
         count += 1
         problem = link_problem(
             entry.seq,
@@ -335,10 +368,15 @@ def verify_chain(entries: Iterable[Entry]) -> ChainReport:
         )
         if problem is not None:
             return ChainReport(
-                ok=False, entries=count, head=prev, first_broken_seq=entry.seq, detail=problem
+                ok=False,
+                entries=count,
+                head=prev,
+                first_broken_seq=entry.seq,
+                detail=problem,
+                since=since,
             )
         prev = entry.hash
-    return ChainReport(ok=True, entries=count, head=prev)
+    return ChainReport(ok=True, entries=count, head=prev, since=since)
 
 
 def audit_entries(
@@ -479,7 +517,12 @@ class Store(Protocol):
 
     def decision_entry(self, case_id: str) -> Entry | None: ...
 
-    def verify(self) -> ChainReport: ...
+    def verify(self, since: int = 0, since_hash: str = GENESIS_HASH) -> ChainReport:
+        """Walk the chain (:func:`verify_chain`): every entry, or those after entry
+        ``since`` once it is found still to hold ``since_hash``, the hash an earlier
+        walk verified it with (:func:`broken_since`; a broken link at ``since``
+        otherwise), so a journal verified through an entry is not read again up to it."""
+        ...
 
     def put_case(self, case_id: str, document: Mapping[str, Any] | Normal) -> bool:
         """Store the underwriter-visible case document; False if already stored. A
@@ -772,8 +815,13 @@ class InMemoryStore:
             raise Finding("decision-row", problem, case_id=case_id).error()
         return self._entries[seq - 1] if seq else None
 
-    def verify(self) -> ChainReport:
-        return verify_chain(self.entries())
+    def verify(self, since: int = 0, since_hash: str = GENESIS_HASH) -> ChainReport:
+        entries = self.entries()
+        if since:
+            at = entries[since - 1].hash if 0 < since <= len(entries) else None
+            if (broken := broken_since(since, since_hash, at)) is not None:
+                return broken
+        return verify_chain(entries[since:], since=since, since_hash=since_hash)
 
     def authenticate(self, entries: Sequence[Entry]) -> Sequence[Entry]:
         return authenticate(self._key, entries)

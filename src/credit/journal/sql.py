@@ -104,6 +104,7 @@ from credit.journal.base import (
     Store,
     authenticate,
     body_hash,
+    broken_since,
     checked_mark,
     entry_hash,
     mark_row,
@@ -1641,8 +1642,9 @@ class SqlStore:
             raise Finding("decision-row", problem, case_id=case_id).error()
         return self._entry(rows[0]) if rows else None
 
-    def verify(self) -> ChainReport:
-        """Walk the chain (see :func:`verify_chain`); an unreadable row is a broken link.
+    def verify(self, since: int = 0, since_hash: str = GENESIS_HASH) -> ChainReport:
+        """Walk the chain (see :func:`verify_chain`, and :meth:`Store.verify` for
+        ``since``); an unreadable row is a broken link.
 
         Each entry's hash is recomputed from its row as stored (the payload text is
         canonical JSON, framed as it was hashed, not serialised again); a row whose
@@ -1650,9 +1652,16 @@ class SqlStore:
         :func:`verify_chain` does, so the outcome is the same, and faster. A row whose
         stored text hashes to its hash holds the canonical JSON its writer hashed, so
         it is not parsed; any other is (an unreadable one is named as broken)."""
-        prev, count = GENESIS_HASH, 0
+        prev, count = since_hash, since
         with self._read() as conn:
-            for seq, case_id, kind, payload, prev_hash, at, own in self._links_in_order(conn):
+            if since:
+                found = conn.execute(
+                    select(self._entries.c.hash).where(self._entries.c.seq == since)
+                ).scalar_one_or_none()
+                if (broken := broken_since(since, since_hash, found)) is not None:
+                    return broken
+            links = self._links_in_order(conn, after=since)
+            for seq, case_id, kind, payload, prev_hash, at, own in links:
                 count += 1
                 try:
                     computed: str | None = body_hash(seq, case_id, kind, payload, prev_hash, at)
@@ -1672,6 +1681,7 @@ class SqlStore:
                             head=prev,
                             first_broken_seq=row.seq,
                             detail=f"entry {row.seq} is {e.message}",
+                            since=since,
                         )
                     computed = entry_hash(entry.prev_hash, entry.body())
                 problem = link_problem(row.seq, row.prev_hash, row.hash, computed, count, prev)
@@ -1682,16 +1692,17 @@ class SqlStore:
                         head=prev,
                         first_broken_seq=row.seq,
                         detail=problem,
+                        since=since,
                     )
                 prev = row.hash
-        return ChainReport(ok=True, entries=count, head=prev)
+        return ChainReport(ok=True, entries=count, head=prev, since=since)
 
-    def _links_in_order(self, conn: Connection) -> Iterator[Any]:
+    def _links_in_order(self, conn: Connection, after: int = 0) -> Iterator[Any]:
         """Every journal row's hashed columns (seq, case id, kind, payload, previous
-        hash, time, hash) in seq order, a page (VERIFY_PAGE rows) at a time."""
+        hash, time, hash) after entry ``after``, in seq order, a page (VERIFY_PAGE
+        rows) at a time."""
         c = self._entries.c
         columns = (c.seq, c.case_id, c.kind, c.payload, c.prev_hash, c.recorded_at, c.hash)
-        after = 0
         while True:
             rows = conn.execute(
                 select(*columns).where(c.seq > after).order_by(c.seq).limit(VERIFY_PAGE)
