@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from credit.clock import FixedClock
 from credit.errors import JournalIntegrityError
 from credit.journal import InMemoryStore, SqlStore, Store, open_store
 from credit.journal.base import GENESIS_HASH
@@ -30,6 +31,10 @@ from credit.journal.verified import (
     resume_kept_tree,
     verify_since_mark,
 )
+from credit.notices.outbox import InMemoryOutbox
+from credit.service.cases import CaseService
+from credit.service.claims import MemoryClaims
+from test_casework import TODAY
 from test_journal_signing import LeafCount
 from test_journal_store import raw_sql, sql_backend
 from test_run_workers import BACKENDS, journal, lines, pipeline
@@ -255,3 +260,31 @@ def test_a_second_run_reads_neither_the_first_run_s_entries_nor_its_leaves_again
             whole = fresh.verify()
         assert whole.ok and whole.entries == second.chain.entries
         assert signed.size == len(leaves) and signed.root_hash == root(leaves)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_service_worker_keeps_its_tree_and_the_next_one_starts_from_it(
+    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def worker(on: Store) -> CaseService:
+        return CaseService(on, InMemoryOutbox(), MemoryClaims(), clock=FixedClock(TODAY))
+
+    with journal(backend, tmp_path) as first:
+        pipeline(first, tmp_path).run(lines(6, "S"))
+        first.drop_marks()
+        url, schema = first.url, first.schema
+        with open_store(url, schema=schema) as store:  # a worker's process, no mark yet
+            count = LeafCount(store, monkeypatch)
+            one = worker(store)
+            one.start()
+            head = store.tree_head()
+            assert count.read == head[0]  # grown from every leaf
+            one.close()
+        kept = first.mark(TREE_MARK)
+        assert kept is not None and kept.seq == head[0]
+        with open_store(url, schema=schema) as store:  # the next worker's
+            count = LeafCount(store, monkeypatch)
+            two = worker(store)
+            two.start()
+            assert store.tree_head() == head and count.read == 0
+            two.close()

@@ -57,6 +57,7 @@ from credit.journal.cadence import (
     CheckpointCadence,
     failure_summary,
 )
+from credit.journal.verified import keep_tree, resume_kept_tree
 from credit.lifecycle import CaseLife
 from credit.models import parse_case
 from credit.notice_format import Notice, NoticeBasis
@@ -137,9 +138,12 @@ class CaseService:
         self.claim_stale_after_s = claim_stale_after_s
 
     def start(self) -> None:
-        """At start-up: finish what a killed worker left half way (reviews, notices),
-        sign the journal's head as it stands (a killed worker's last entries may wait
-        for a signature), then start signing at the interval."""
+        """At start-up: take the journal's tree as the last run or worker kept it
+        (:func:`~credit.journal.verified.resume_kept_tree`: only the leaves after it
+        are read), finish what a killed worker left half way (reviews, notices), sign
+        the journal's head as it stands (a killed worker's last entries may wait for a
+        signature), then start signing at the interval."""
+        resume_kept_tree(self.store)
         self.work.finish_pending()
         if self.cadence is not None:
             self.cadence.cover_journal()
@@ -148,15 +152,21 @@ class CaseService:
     def close(self) -> None:
         """Sign what this worker wrote that no checkpoint covers yet, keep the
         comparison pool this worker read (:meth:`ComparisonPool.keep`: the next worker,
-        or run, starts from it instead of reading every decision again), then end the
-        tool sessions the worker threads kept open for their turns. The pool is a
-        cache: if it cannot be kept, that is logged and the close goes on."""
+        or run, starts from it instead of reading every decision again) and the tree
+        it grew (:func:`~credit.journal.verified.keep_tree`), then end the tool
+        sessions the worker threads kept open for their turns. The pool and the tree
+        are caches: if one cannot be kept, that is logged and the close goes on."""
         if self.cadence is not None:
             self.cadence.close()
         try:
-            self.keystone.equipoise.pool_of_reviews().keep()
-        except CreditError as err:
-            _log.warning("the comparison pool was not kept: %s", err)
+            try:
+                self.keystone.equipoise.pool_of_reviews().keep()
+            except CreditError as err:
+                _log.warning("the comparison pool was not kept: %s", err)
+            try:
+                keep_tree(self.store)
+            except CreditError as err:
+                _log.warning("the tree was not kept: %s", err)
         finally:
             self.runtime.close()
 
