@@ -142,6 +142,14 @@ class _Rows:
         return self.rows[: self.size]
 
 
+_Indices = npt.NDArray[np.signedinteger[Any]]  # row indices, int32 or int64
+
+
+def _index_type(rows: int) -> type[np.signedinteger[Any]]:
+    """The narrowest integer type that holds every row index below ``rows``."""
+    return np.int32 if rows <= np.iinfo(np.int32).max else np.int64
+
+
 @dataclass(slots=True)
 class _Run:
     """Rows of one outcome rank, sorted once on each factor: ``keys[f]`` the rows'
@@ -152,16 +160,24 @@ class _Run:
 
     rows: npt.NDArray[np.int64]
     keys: npt.NDArray[np.float64]  # (factors, rows)
-    order: npt.NDArray[np.int64]  # (factors, rows)
+    order: _Indices  # (factors, rows): 4 bytes a row index while a product has < 2**31
 
     @classmethod
     def of(cls, rows: npt.NDArray[np.int64], strength: npt.NDArray[np.float64]) -> _Run:
-        table = strength[rows]  # (rows, factors)
-        at = np.argsort(table, axis=0, kind="stable")
-        keys = np.ascontiguousarray(np.take_along_axis(table, at, axis=0).T)
-        return cls(rows, keys, np.ascontiguousarray(rows[at].T))
+        """The run of ``rows``, sorted a factor at a time (one column sorted in memory
+        at once: a merge of n rows holds about 8 bytes a row and factor beside what
+        it keeps)."""
+        factors = strength.shape[1]
+        keys = np.empty((factors, len(rows)), dtype=np.float64)
+        order = np.empty((factors, len(rows)), dtype=_index_type(len(strength)))
+        for f in range(factors):
+            column = strength[rows, f]
+            at = np.argsort(column, kind="stable")
+            keys[f] = column[at]
+            order[f] = rows[at]
+        return cls(rows, keys, order)
 
-    def admitted(self, limit: list[float]) -> npt.NDArray[np.int64]:
+    def admitted(self, limit: list[float]) -> _Indices:
         """Every row whose strength is within ``limit`` on every factor, and maybe
         others (the caller compares each on every factor): the rows of the shortest
         prefix, a factor's order up to its limit (all the rows when there is no
@@ -213,7 +229,7 @@ class _RankIndex:
                 rows = np.concatenate([self.runs.pop().rows, rows])
             self.runs.append(_Run.of(rows, strength))
 
-    def admitted(self, limit: list[float]) -> list[npt.NDArray[np.int64]]:
+    def admitted(self, limit: list[float]) -> list[_Indices]:
         """Every row within ``limit`` on every factor, and maybe others (see
         :meth:`_Run.admitted`), in parts."""
         parts = [run.admitted(limit) for run in self.runs]
