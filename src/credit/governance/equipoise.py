@@ -88,11 +88,11 @@ POOL_MARK: Final = "equipoise.pool"
 # 1: arrays as base64 of their bytes; 2: of their bytes deflated; 3: with ``changed``
 POOL_FORMAT: Final = 3
 _INTS: Final = "<i8"
-# The rows of one outcome rank a pool keeps unsorted (each compared on every factor)
-# before it sorts them into a run (_RankIndex): sorting costs about a microsecond a row
-# and factor, a search of a run about one a factor.
-_RUN: Final = 512
 _FLOATS: Final = "<f8"
+# The rows of one outcome rank a pool keeps unsorted (a review compares each on every
+# factor) before it sorts them into a run (_RankIndex); a review searches each run once
+# a factor, so fewer, larger runs cost a review less and an append more.
+_RUN: Final = 512
 
 
 def file_factors(case: Case, decision: Decision) -> dict[str, Decimal | None]:
@@ -201,9 +201,9 @@ class _Run:
 class _RankIndex:
     """The rows added with one outcome rank: the latest few in the order they were
     added (compared one by one), the rest in sorted runs (:class:`_Run`) of doubling
-    sizes, merged as a log-structured merge tree merges them, so adding a row costs
-    O(log n) amortised and a review binary-searches O(log n) runs instead of reading
-    every row."""
+    sizes, merged as a log-structured merge tree merges them: a row is sorted again at
+    each of the O(log n) merges it takes part in, and a review binary-searches O(log n)
+    runs instead of reading every row."""
 
     run_size: int
     latest: _Rows = field(default_factory=_Rows)
