@@ -13,11 +13,15 @@ first's entries nor its leaves again, its checkpoint still the root of every lea
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from credit.cli import app
 from credit.clock import FixedClock
 from credit.errors import JournalIntegrityError
 from credit.journal import InMemoryStore, SqlStore, Store, open_store
@@ -288,3 +292,31 @@ def test_a_service_worker_keeps_its_tree_and_the_next_one_starts_from_it(
             two.start()
             assert store.tree_head() == head and count.read == 0
             two.close()
+
+
+def test_credit_run_says_which_entries_its_walk_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first run on a journal walks it whole; the next says it walked only what came
+    after the entry the last one verified, and where the whole walk is."""
+    monkeypatch.chdir(tmp_path)
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    for path, batch in ((first, lines(3, "F")), (second, lines(2, "G"))):
+        path.write_text("".join(json.dumps(line.raw) + "\n" for line in batch))
+    where = ["--database", f"sqlite:///{tmp_path / 'j.db'}", "--outbox", str(tmp_path / "o")]
+    ran = CliRunner().invoke(app, ["run", str(first), *where])
+    assert ran.exit_code == 0, ran.output
+    whole = re.search(r"journal: chain verified, (\d+) entries, head", ran.stdout)
+    assert whole is not None
+    ran = CliRunner().invoke(app, ["run", str(second), *where])
+    assert ran.exit_code == 0, ran.output
+    walked = re.search(
+        r"journal: chain verified, (\d+) entries \(the (\d+) after entry (\d+), which the "
+        r"last run verified, walked; 'credit journal verify' walks them all\)",
+        ran.stdout,
+    )
+    assert walked is not None, ran.stdout
+    total, after, since = map(int, walked.groups())
+    assert since == int(whole.group(1)) and total == since + after and after > 0
+    ran = CliRunner().invoke(app, ["run", str(second), *where])  # nothing new to walk
+    assert f"(none after entry {total}, which the last run verified" in ran.stdout

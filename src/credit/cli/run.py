@@ -330,9 +330,10 @@ def run(
     out.print(_governance_table(summary))
     chain = summary.chain
     if chain is not None and chain.ok:
+        after = chain.entries - chain.since
         walked = (
-            f" (the {chain.entries - chain.since} after entry {chain.since}, which the last "
-            "run verified; 'credit journal verify' walks them all)"
+            f" ({f'the {after}' if after else 'none'} after entry {chain.since}, which the "
+            "last run verified, walked; 'credit journal verify' walks them all)"
             if chain.since
             else ""
         )
