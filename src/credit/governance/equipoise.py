@@ -208,7 +208,6 @@ class _RankIndex:
     run_size: int
     latest: _Rows = field(default_factory=_Rows)
     runs: list[_Run] = field(default_factory=list)
-    size: int = 0
 
     @classmethod
     def of(
@@ -216,12 +215,11 @@ class _RankIndex:
     ) -> _RankIndex:
         """The index of ``rows`` (in the order added): one run, or the latest few."""
         if len(rows) >= run_size:
-            return cls(run_size, runs=[_Run.of(rows, strength)], size=len(rows))
-        return cls(run_size, latest=_Rows(rows, len(rows)), size=len(rows))
+            return cls(run_size, runs=[_Run.of(rows, strength)])
+        return cls(run_size, latest=_Rows(rows, len(rows)))
 
     def add(self, row: int, strength: npt.NDArray[np.float64]) -> None:
         self.latest.add(row)
-        self.size += 1
         if self.latest.size >= self.run_size:
             rows = self.latest.view().copy()
             self.latest = _Rows()
@@ -581,15 +579,11 @@ class ComparisonPool:
         # could still match rather than every row on every factor. A test of the
         # review's pool holds it to the whole-table comparison over any rows, runs and
         # drops (tests/test_equipoise_pool.py).
-        limit = (
-            (np.array(strength, dtype=np.float64) + np.array(tolerances, dtype=np.float64)).tolist()
-            if strength
-            else []
-        )
+        limit = [s + t for s, t in zip(strength, tolerances, strict=True)]  # float64 sums
         parts = [
             part
             for r, index in block.by_rank.items()
-            if r > rank and index.size
+            if r > rank
             for part in index.admitted(limit)
             if len(part)
         ]
@@ -599,7 +593,7 @@ class ComparisonPool:
         rows = rows[(block.seq[rows] < seq) & (block.rank[rows] > rank)]
         for factor, most in enumerate(limit):
             if not rows.size:
-                return [], np.zeros((0, len(groups)), dtype=bool)
+                break
             rows = rows[block.strength[rows, factor] <= most]
         if not rows.size:
             return [], np.zeros((0, len(groups)), dtype=bool)

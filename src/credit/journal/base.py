@@ -326,6 +326,15 @@ class ChainReport(BaseModel):
     detail: str = ""
     since: int = 0
 
+    @classmethod
+    def broken(
+        cls, seq: int | None, detail: str, *, entries: int, head: str, since: int = 0
+    ) -> ChainReport:
+        """A walk broken at entry ``seq``, having reached ``entries`` with ``head``."""
+        return cls(
+            ok=False, entries=entries, head=head, first_broken_seq=seq, detail=detail, since=since
+        )
+
 
 def broken_since(since: int, since_hash: str, found: str | None) -> ChainReport | None:
     """The report of a walk that cannot begin after entry ``since`` as verified with
@@ -339,14 +348,7 @@ def broken_since(since: int, since_hash: str, found: str | None) -> ChainReport 
         else f"entry {since} does not hold the hash it held when the chain was verified "
         "through it (it, or an entry before it, was edited and the chain rewritten)"
     )
-    return ChainReport(
-        ok=False,
-        entries=since,
-        head=since_hash,
-        first_broken_seq=since,
-        detail=detail,
-        since=since,
-    )
+    return ChainReport.broken(since, detail, entries=since, head=since_hash, since=since)
 
 
 def verify_chain(
@@ -367,14 +369,7 @@ def verify_chain(
             prev,
         )
         if problem is not None:
-            return ChainReport(
-                ok=False,
-                entries=count,
-                head=prev,
-                first_broken_seq=entry.seq,
-                detail=problem,
-                since=since,
-            )
+            return ChainReport.broken(entry.seq, problem, entries=count, head=prev, since=since)
         prev = entry.hash
     return ChainReport(ok=True, entries=count, head=prev, since=since)
 

@@ -1675,24 +1675,15 @@ class SqlStore:
                     try:
                         entry = self._entry(row)
                     except JournalError as e:
-                        return ChainReport(
-                            ok=False,
-                            entries=count,
-                            head=prev,
-                            first_broken_seq=row.seq,
-                            detail=f"entry {row.seq} is {e.message}",
-                            since=since,
+                        detail = f"entry {row.seq} is {e.message}"
+                        return ChainReport.broken(
+                            row.seq, detail, entries=count, head=prev, since=since
                         )
                     computed = entry_hash(entry.prev_hash, entry.body())
                 problem = link_problem(row.seq, row.prev_hash, row.hash, computed, count, prev)
                 if problem is not None:
-                    return ChainReport(
-                        ok=False,
-                        entries=count,
-                        head=prev,
-                        first_broken_seq=row.seq,
-                        detail=problem,
-                        since=since,
+                    return ChainReport.broken(
+                        row.seq, problem, entries=count, head=prev, since=since
                     )
                 prev = row.hash
         return ChainReport(ok=True, entries=count, head=prev, since=since)

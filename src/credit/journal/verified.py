@@ -50,13 +50,8 @@ def verify_since_mark(store: Store) -> ChainReport:
     try:
         mark = store.mark(CHAIN_MARK)
     except JournalIntegrityError as err:
-        return ChainReport(
-            ok=False,
-            entries=err.seq or 0,
-            head=GENESIS_HASH,
-            first_broken_seq=err.seq,
-            detail=f"the mark of the chain verified before is refused: {err}",
-        )
+        detail = f"the mark of the chain verified before is refused: {err}"
+        return ChainReport.broken(err.seq, detail, entries=err.seq or 0, head=GENESIS_HASH)
     if mark is not None and mark.data.get("format") == MARK_FORMAT:
         kept = mark.data.get("hash")
         if isinstance(kept, str) and mark.seq > 0:
