@@ -115,6 +115,17 @@ def sql_backend(kind: str, tmp_path: Path) -> Iterator[tuple[SqlStore, str, str 
             yield store, url, schema
 
 
+@contextmanager
+def any_store(kind: str, tmp_path: Path) -> Iterator[Store]:
+    """A fresh store of each kind in ``BACKENDS``: in memory, or as :func:`sql_backend`
+    opens it."""
+    if kind == "memory":
+        yield InMemoryStore()
+        return
+    with sql_backend(kind, tmp_path) as (sql_store, _, _):
+        yield sql_store
+
+
 class FixedClock:
     def __init__(self) -> None:
         self.ticks = 0
@@ -126,11 +137,8 @@ class FixedClock:
 
 @pytest.fixture(params=BACKENDS)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    if request.param == "memory":
-        yield InMemoryStore()
-        return
-    with sql_backend(request.param, tmp_path) as (sql_store, _, _):
-        yield sql_store
+    with any_store(request.param, tmp_path) as opened:
+        yield opened
 
 
 @pytest.fixture(params=("sqlite", "postgresql"))

@@ -40,19 +40,17 @@ from credit.service.cases import CaseService
 from credit.service.claims import MemoryClaims
 from test_casework import TODAY
 from test_journal_signing import LeafCount
-from test_journal_store import raw_sql, sql_backend
+from test_journal_store import BACKENDS as STORE_BACKENDS
+from test_journal_store import any_store, raw_sql, sql_backend
 from test_run_workers import BACKENDS, journal, lines, pipeline
 
 Backend = tuple[SqlStore, str, str | None]  # the store, its URL and schema
 
 
-@pytest.fixture(params=("memory", "sqlite", "postgresql"))
+@pytest.fixture(params=STORE_BACKENDS)
 def journal_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    if request.param == "memory":
-        yield InMemoryStore()
-        return
-    with sql_backend(request.param, tmp_path) as (sql_store, _, _):
-        yield sql_store
+    with any_store(request.param, tmp_path) as opened:
+        yield opened
 
 
 @pytest.fixture(params=("sqlite", "postgresql"))
